@@ -1,0 +1,133 @@
+// Compiles a validated Config into the Snapshot workers read: per-tunnel outer-header templates,
+// the route tables (rte_lpm / rte_lpm6) and the decap table (rte_hash).
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_ip.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+
+#include "config/config.h"
+#include "dataplane/wire.h"
+
+namespace dscpgw {
+
+using namespace wire;
+
+Snapshot::~Snapshot() {
+    rte_lpm_free(lpm4);
+    rte_lpm6_free(lpm6);
+    rte_hash_free(decap);
+}
+
+namespace {
+
+std::atomic<uint64_t> g_generation{0};
+
+void build_template(TunnelConf& t, const std::array<uint8_t, 6>& src_mac,
+                    const std::array<uint8_t, 6>& dst_mac) {
+    uint8_t* h = t.hdr.data();
+    std::memcpy(h, dst_mac.data(), 6);
+    std::memcpy(h + 6, src_mac.data(), 6);
+    uint8_t* ip = h + kEthLen;
+    uint8_t* udp;
+    if (!t.outer_v6) {
+        store16(h + kEthTypeOff, kEtherTypeIpv4);
+        ip[0] = 0x45;
+        store16(ip + kIpv4FragOff, kIpv4FlagDf);
+        ip[kIpv4TtlOff] = t.ttl;
+        ip[kIpv4ProtoOff] = kProtoUdp;
+        std::memcpy(ip + kIpv4SrcOff, t.local.data(), 4);
+        std::memcpy(ip + kIpv4DstOff, t.remote.data(), 4);
+        uint32_t sum = 0;
+        for (size_t i = 0; i < kIpv4Len; i += 2) sum += load16(ip + i);
+        t.hdr_csum_base = sum;
+        udp = ip + kIpv4Len;
+    } else {
+        store16(h + kEthTypeOff, kEtherTypeIpv6);
+        store32(ip, 0x60000000u);
+        ip[kIpv6NextHdrOff] = kProtoUdp;
+        ip[kIpv6HopLimitOff] = t.ttl;
+        std::memcpy(ip + kIpv6SrcOff, t.local.data(), 16);
+        std::memcpy(ip + kIpv6DstOff, t.remote.data(), 16);
+        t.hdr_csum_base = __rte_raw_cksum(ip + kIpv6SrcOff, 32, 0) + rte_cpu_to_be_16(kProtoUdp);
+        udp = ip + kIpv6Len;
+    }
+    store16(udp + 2, t.udp_port);
+    uint8_t* th = udp + kUdpLen;
+    if (t.type == TunnelType::vxlan) {
+        th[0] = kVxlanFlagI;
+    } else {
+        store16(th + 2, kEtherTypeTeb);  // Version 0, no options, O and C clear.
+    }
+    store32(th + 4, t.vni << 8);
+    t.hdr_len = static_cast<uint8_t>(udp + kUdpLen + 8 - h);
+}
+
+}  // namespace
+
+std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
+                                         const std::vector<std::array<uint8_t, 6>>& port_macs) {
+    auto s = std::make_unique<Snapshot>();
+    s->generation = ++g_generation;
+    s->ports = cfg.ports;
+    s->classes = cfg.classes;
+    s->tunnels = cfg.tunnels;
+    const std::string suffix = std::to_string(s->generation);
+
+    size_t n4 = 0, n6 = 0;
+    for (const auto& t : s->tunnels)
+        for (const auto& r : t.routes) (r.family == 4 ? n4 : n6)++;
+
+    rte_lpm_config c4{};
+    c4.max_rules = static_cast<uint32_t>(std::max<size_t>(n4, 16));
+    c4.number_tbl8s = static_cast<uint32_t>(std::max<size_t>(n4 * 2, 256));
+    s->lpm4 = rte_lpm_create(("dscpgw_lpm4_" + suffix).c_str(), SOCKET_ID_ANY, &c4);
+    rte_lpm6_config c6{};
+    c6.max_rules = static_cast<uint32_t>(std::max<size_t>(n6, 16));
+    c6.number_tbl8s = static_cast<uint32_t>(std::max<size_t>(n6 * 14, 256));
+    s->lpm6 = rte_lpm6_create(("dscpgw_lpm6_" + suffix).c_str(), SOCKET_ID_ANY, &c6);
+    rte_hash_parameters hp{};
+    const std::string hname = "dscpgw_decap_" + suffix;
+    hp.name = hname.c_str();
+    hp.entries = static_cast<uint32_t>(std::max<size_t>(s->tunnels.size() * 2, 64));
+    hp.key_len = sizeof(DecapKey);
+    hp.hash_func = rte_hash_crc;
+    hp.socket_id = SOCKET_ID_ANY;
+    s->decap = rte_hash_create(&hp);
+    if (s->lpm4 == nullptr || s->lpm6 == nullptr || s->decap == nullptr)
+        throw std::runtime_error(std::string("cannot allocate route/decap tables: ") +
+                                 rte_strerror(rte_errno));
+
+    for (size_t i = 0; i < s->tunnels.size(); ++i) {
+        TunnelConf& t = s->tunnels[i];
+        const PortConf& op = s->ports[t.outer_port];
+        const auto& src_mac = op.has_mac ? op.mac : port_macs.at(t.outer_port);
+        build_template(t, src_mac, cfg.next_hop_macs.at(i));
+        for (const auto& r : t.routes) {
+            const int rc = r.family == 4
+                               ? rte_lpm_add(s->lpm4, load32(r.addr.data()), r.len, static_cast<uint32_t>(i))
+                               : rte_lpm6_add(s->lpm6, r.addr.data(), r.len, static_cast<uint32_t>(i));
+            if (rc < 0)
+                throw std::runtime_error("tunnel \"" + t.name + "\": cannot add route " + format_prefix(r) +
+                                         ": " + rte_strerror(-rc));
+        }
+        DecapKey key{};
+        key.remote = t.remote;
+        key.vni = t.vni;
+        key.udp_port = t.udp_port;
+        key.family = t.outer_v6 ? 6 : 4;
+        key.rx_port = static_cast<uint8_t>(t.outer_port);
+        const int rc = rte_hash_add_key_data(s->decap, &key, reinterpret_cast<void*>(static_cast<uintptr_t>(i)));
+        if (rc < 0)
+            throw std::runtime_error("tunnel \"" + t.name + "\": cannot add decap entry: " + rte_strerror(-rc));
+    }
+    return s;
+}
+
+}  // namespace dscpgw

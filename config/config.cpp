@@ -1,0 +1,591 @@
+#include "config/config.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace dscpgw {
+
+namespace {
+
+// Collects problems with their source positions; throws them all at the end.
+class Checker {
+public:
+    explicit Checker(std::string file) : file_(std::move(file)) {}
+
+    void error(const toml::source_region& where, const std::string& key, const std::string& what) {
+        std::ostringstream os;
+        os << file_ << ':' << where.begin.line << ':' << where.begin.column << ": " << key << ": "
+           << what;
+        errors_.push_back(os.str());
+    }
+
+    void finish() const {
+        if (errors_.empty()) return;
+        std::string all;
+        for (const auto& e : errors_) all += e + '\n';
+        all.pop_back();
+        throw ConfigError(all);
+    }
+
+    // Reports keys of `t` not in `allowed`.
+    void only_keys(const toml::table& t, const std::string& path,
+                   std::initializer_list<std::string_view> allowed) {
+        for (const auto& [k, v] : t) {
+            bool ok = false;
+            for (auto a : allowed) ok = ok || k.str() == a;
+            if (!ok) error(v.source(), join(path, k.str()), "unknown key");
+        }
+    }
+
+    static std::string join(const std::string& path, std::string_view key) {
+        return path.empty() ? std::string(key) : path + "." + std::string(key);
+    }
+
+    std::optional<std::string> str(const toml::table& t, const std::string& path, std::string_view key,
+                                   bool required) {
+        const toml::node* n = t.get(key);
+        if (n == nullptr) {
+            if (required) error(t.source(), join(path, key), "missing (required)");
+            return std::nullopt;
+        }
+        if (!n->is_string()) {
+            error(n->source(), join(path, key), "expected a string");
+            return std::nullopt;
+        }
+        return std::string(n->as_string()->get());
+    }
+
+    std::optional<int64_t> integer(const toml::table& t, const std::string& path,
+                                   std::string_view key, int64_t lo, int64_t hi, bool required) {
+        const toml::node* n = t.get(key);
+        if (n == nullptr) {
+            if (required) error(t.source(), join(path, key), "missing (required)");
+            return std::nullopt;
+        }
+        return integer_node(*n, join(path, key), lo, hi);
+    }
+
+    std::optional<int64_t> integer_node(const toml::node& n, const std::string& key, int64_t lo,
+                                        int64_t hi) {
+        if (!n.is_integer()) {
+            error(n.source(), key, "expected an integer " + std::to_string(lo) + ".." + std::to_string(hi));
+            return std::nullopt;
+        }
+        const int64_t v = n.as_integer()->get();
+        if (v < lo || v > hi) {
+            error(n.source(), key,
+                  std::to_string(v) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+            return std::nullopt;
+        }
+        return v;
+    }
+
+    // An integer in lo..hi or one of the given words; words map to the negative codes given.
+    std::optional<int64_t> int_or_word(const toml::table& t, const std::string& path,
+                                       std::string_view key, int64_t lo, int64_t hi,
+                                       std::initializer_list<std::pair<std::string_view, int64_t>> words) {
+        const toml::node* n = t.get(key);
+        if (n == nullptr) return std::nullopt;
+        std::string expect = std::to_string(lo) + ".." + std::to_string(hi);
+        for (auto& w : words) expect += " or \"" + std::string(w.first) + "\"";
+        if (n->is_string()) {
+            for (auto& w : words)
+                if (n->as_string()->get() == w.first) return w.second;
+            error(n->source(), join(path, key),
+                  "\"" + n->as_string()->get() + "\" is not valid; expected " + expect);
+            return std::nullopt;
+        }
+        if (!n->is_integer()) {
+            error(n->source(), join(path, key), "expected " + expect);
+            return std::nullopt;
+        }
+        return integer_node(*n, join(path, key), lo, hi);
+    }
+
+    // A string or an array of strings.
+    std::vector<std::pair<std::string, toml::source_region>> strings(const toml::table& t,
+                                                                     const std::string& path,
+                                                                     std::string_view key) {
+        std::vector<std::pair<std::string, toml::source_region>> out;
+        const toml::node* n = t.get(key);
+        if (n == nullptr) return out;
+        if (n->is_string()) {
+            out.emplace_back(n->as_string()->get(), n->source());
+            return out;
+        }
+        if (!n->is_array()) {
+            error(n->source(), join(path, key), "expected a string or an array of strings");
+            return out;
+        }
+        size_t i = 0;
+        for (const toml::node& e : *n->as_array()) {
+            if (!e.is_string())
+                error(e.source(), join(path, key) + "[" + std::to_string(i) + "]", "expected a string");
+            else
+                out.emplace_back(e.as_string()->get(), e.source());
+            ++i;
+        }
+        return out;
+    }
+
+    const std::string& file() const { return file_; }
+
+private:
+    std::string file_;
+    std::vector<std::string> errors_;
+};
+
+bool parse_ip(std::string_view s, uint8_t& family, std::array<uint8_t, 16>& out) {
+    std::string z(s);
+    out = {};
+    if (inet_pton(AF_INET, z.c_str(), out.data()) == 1) {
+        family = 4;
+        return true;
+    }
+    if (inet_pton(AF_INET6, z.c_str(), out.data()) == 1) {
+        family = 6;
+        return true;
+    }
+    return false;
+}
+
+const toml::table* table_at(Checker& c, const toml::node& n, const std::string& path) {
+    if (!n.is_table()) {
+        c.error(n.source(), path, "expected a table");
+        return nullptr;
+    }
+    return n.as_table();
+}
+
+void load_ports(Checker& c, const toml::table& root, Config& cfg) {
+    const toml::node* n = root.get("ports");
+    if (n == nullptr) {
+        c.error(root.source(), "ports", "missing: at least one [[ports]] is required");
+        return;
+    }
+    if (!n->is_array_of_tables()) {
+        c.error(n->source(), "ports", "expected an array of tables ([[ports]])");
+        return;
+    }
+    size_t i = 0;
+    std::set<std::string> names, devices;
+    for (const toml::node& e : *n->as_array()) {
+        const std::string path = "ports[" + std::to_string(i++) + "]";
+        const toml::table* t = table_at(c, e, path);
+        if (t == nullptr) continue;
+        c.only_keys(*t, path, {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac"});
+        PortConf p;
+        p.name = c.str(*t, path, "name", true).value_or("");
+        if (!p.name.empty() && !names.insert(p.name).second)
+            c.error(t->get("name")->source(), path + ".name", "duplicate port name \"" + p.name + "\"");
+        if (auto role = c.str(*t, path, "role", true)) {
+            if (*role == "inner")
+                p.role = PortRole::inner;
+            else if (*role == "outer")
+                p.role = PortRole::outer;
+            else
+                c.error(t->get("role")->source(), path + ".role",
+                        "\"" + *role + "\" is not valid; expected \"inner\" or \"outer\"");
+        }
+        p.device = c.str(*t, path, "device", true).value_or("");
+        if (!p.device.empty() && !devices.insert(p.device).second)
+            c.error(t->get("device")->source(), path + ".device",
+                    "device \"" + p.device + "\" is used by another port");
+        p.mtu = static_cast<uint32_t>(c.integer(*t, path, "mtu", 576, 16000, false).value_or(1500));
+        if (auto s = c.str(*t, path, "mac", false)) {
+            p.has_mac = parse_mac(*s, p.mac);
+            if (!p.has_mac)
+                c.error(t->get("mac")->source(), path + ".mac",
+                        "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
+        }
+        for (int fam : {4, 6}) {
+            const char* key = fam == 4 ? "ipv4" : "ipv6";
+            auto s = c.str(*t, path, key, false);
+            if (!s) continue;
+            uint8_t f = 0;
+            std::array<uint8_t, 16> a{};
+            // An address may carry its prefix length (used by the inner side's routed mode).
+            std::string addr = s->substr(0, s->find('/'));
+            if (!parse_ip(addr, f, a) || f != fam) {
+                c.error(t->get(key)->source(), path + "." + key,
+                        "\"" + *s + "\" is not an IPv" + std::to_string(fam) + " address");
+                continue;
+            }
+            if (fam == 4) {
+                p.has_ipv4 = true;
+                std::copy_n(a.begin(), 4, p.ipv4.begin());
+            } else {
+                p.has_ipv6 = true;
+                p.ipv6 = a;
+            }
+        }
+        if (p.role == PortRole::outer && !p.has_ipv4 && !p.has_ipv6)
+            c.error(t->source(), path, "an outer port needs a local VTEP address: ipv4 and/or ipv6");
+        cfg.ports.push_back(std::move(p));
+    }
+    if (cfg.ports.size() > kMaxPorts)
+        c.error(n->source(), "ports", "at most " + std::to_string(kMaxPorts) + " ports are supported");
+}
+
+void load_classes(Checker& c, const toml::table& root, Config& cfg) {
+    const toml::node* n = root.get("classes");
+    if (n == nullptr) return;
+    if (!n->is_array_of_tables()) {
+        c.error(n->source(), "classes", "expected an array of tables ([[classes]])");
+        return;
+    }
+    size_t i = 0;
+    std::set<std::string> names;
+    for (const toml::node& e : *n->as_array()) {
+        const std::string path = "classes[" + std::to_string(i++) + "]";
+        const toml::table* t = table_at(c, e, path);
+        if (t == nullptr) continue;
+        c.only_keys(*t, path, {"name", "match", "dscp"});
+        ClassRule r;
+        r.name = c.str(*t, path, "name", true).value_or("");
+        if (!r.name.empty() && !names.insert(r.name).second)
+            c.error(t->get("name")->source(), path + ".name", "duplicate class name \"" + r.name + "\"");
+        r.set_dscp = static_cast<int16_t>(
+            c.int_or_word(*t, path, "dscp", 0, 63, {{"preserve", kDscpPreserve}}).value_or(kDscpPreserve));
+        if (const toml::node* m = t->get("match")) {
+            const std::string mpath = path + ".match";
+            if (const toml::table* mt = table_at(c, *m, mpath)) {
+                c.only_keys(*mt, mpath, {"udp_dst_port", "bth_opcode", "ip_proto", "dscp", "src", "dst"});
+                if (auto v = c.integer(*mt, mpath, "udp_dst_port", 0, 65535, false)) {
+                    r.has_udp_dst_port = true;
+                    r.udp_dst_port = static_cast<uint16_t>(*v);
+                }
+                if (auto v = c.integer(*mt, mpath, "bth_opcode", 0, 255, false)) {
+                    r.has_bth_opcode = true;
+                    r.bth_opcode = static_cast<uint8_t>(*v);
+                }
+                if (auto v = c.integer(*mt, mpath, "ip_proto", 0, 255, false)) {
+                    r.has_ip_proto = true;
+                    r.ip_proto = static_cast<uint8_t>(*v);
+                }
+                if (const toml::node* d = mt->get("dscp")) {
+                    r.has_dscp = true;
+                    if (d->is_array()) {
+                        size_t j = 0;
+                        for (const toml::node& x : *d->as_array())
+                            if (auto v = c.integer_node(x, mpath + ".dscp[" + std::to_string(j++) + "]", 0, 63))
+                                r.dscp_mask |= uint64_t{1} << *v;
+                    } else if (auto v = c.integer_node(*d, mpath + ".dscp", 0, 63)) {
+                        r.dscp_mask |= uint64_t{1} << *v;
+                    }
+                }
+                for (const char* key : {"src", "dst"}) {
+                    for (auto& [s, where] : c.strings(*mt, mpath, key)) {
+                        std::string why;
+                        if (auto p = parse_prefix(s, why))
+                            (key[0] == 's' ? r.src : r.dst).push_back(*p);
+                        else
+                            c.error(where, mpath + "." + key, why);
+                    }
+                }
+                if (r.has_bth_opcode && r.has_udp_dst_port && r.udp_dst_port != 4791)
+                    c.error(mt->source(), mpath,
+                            "bth_opcode only exists on UDP port 4791 (RoCEv2); this class can never match");
+            }
+        }
+        cfg.classes.push_back(std::move(r));
+    }
+    if (cfg.classes.size() > kMaxClasses)
+        c.error(n->source(), "classes", "at most " + std::to_string(kMaxClasses) + " classes are supported");
+}
+
+// Picks the port a tunnel uses on one side: the named one, or the only one of that role.
+int pick_port(Checker& c, const toml::table& t, const std::string& path, const char* key,
+              PortRole role, const Config& cfg) {
+    const char* role_name = role == PortRole::inner ? "inner" : "outer";
+    if (auto name = c.str(t, path, key, false)) {
+        const int idx = cfg.port_index(*name);
+        if (idx < 0 || cfg.ports[static_cast<size_t>(idx)].role != role) {
+            c.error(t.get(key)->source(), path + "." + key,
+                    "\"" + *name + "\" is not an " + role_name + " port");
+            return -1;
+        }
+        return idx;
+    }
+    int found = -1, count = 0;
+    for (size_t i = 0; i < cfg.ports.size(); ++i)
+        if (cfg.ports[i].role == role) {
+            if (found < 0) found = static_cast<int>(i);
+            ++count;
+        }
+    if (count == 0) {
+        c.error(t.source(), path, std::string("no ") + role_name + " port is configured");
+        return -1;
+    }
+    if (count > 1) {
+        c.error(t.source(), path + "." + key,
+                std::string("missing: required when there are several ") + role_name + " ports");
+        return -1;
+    }
+    return found;
+}
+
+void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
+    const toml::node* n = root.get("tunnels");
+    if (n == nullptr) return;
+    if (!n->is_array_of_tables()) {
+        c.error(n->source(), "tunnels", "expected an array of tables ([[tunnels]])");
+        return;
+    }
+    size_t i = 0;
+    std::set<std::string> names;
+    struct RouteOwner {
+        Prefix p;
+        std::string tunnel;
+    };
+    std::vector<RouteOwner> all_routes;
+    for (const toml::node& e : *n->as_array()) {
+        const std::string path = "tunnels[" + std::to_string(i++) + "]";
+        const toml::table* t = table_at(c, e, path);
+        if (t == nullptr) continue;
+        c.only_keys(*t, path,
+                    {"name", "type", "vni", "remote", "next_hop_mac", "routes", "outer_dscp", "ecn",
+                     "inner_dscp_on_decap", "ttl", "udp_dst_port", "port", "inner_port"});
+        TunnelConf tc;
+        tc.name = c.str(*t, path, "name", true).value_or("");
+        if (!tc.name.empty() && !names.insert(tc.name).second)
+            c.error(t->get("name")->source(), path + ".name", "duplicate tunnel name \"" + tc.name + "\"");
+        if (auto type = c.str(*t, path, "type", true)) {
+            if (*type == "vxlan")
+                tc.type = TunnelType::vxlan;
+            else if (*type == "geneve")
+                tc.type = TunnelType::geneve;
+            else
+                c.error(t->get("type")->source(), path + ".type",
+                        "\"" + *type + "\" is not valid; expected \"vxlan\" or \"geneve\"");
+        }
+        tc.vni = static_cast<uint32_t>(c.integer(*t, path, "vni", 0, 0xffffff, true).value_or(0));
+        tc.udp_port = static_cast<uint16_t>(
+            c.integer(*t, path, "udp_dst_port", 1, 65535, false)
+                .value_or(tc.type == TunnelType::vxlan ? 4789 : 6081));
+        tc.ttl = static_cast<uint8_t>(c.integer(*t, path, "ttl", 1, 255, false).value_or(64));
+        tc.outer_dscp = static_cast<int16_t>(
+            c.int_or_word(*t, path, "outer_dscp", 0, 63, {{"inherit", kDscpInherit}}).value_or(kDscpInherit));
+        tc.decap_dscp = static_cast<int16_t>(
+            c.int_or_word(*t, path, "inner_dscp_on_decap", 0, 63,
+                          {{"preserve", kDscpPreserve}, {"copy-outer", kDscpCopyOuter}})
+                .value_or(kDscpPreserve));
+        if (auto ecn = c.str(*t, path, "ecn", false)) {
+            if (*ecn == "rfc6040")
+                tc.ecn_rfc6040 = true;
+            else if (*ecn == "off")
+                tc.ecn_rfc6040 = false;
+            else
+                c.error(t->get("ecn")->source(), path + ".ecn",
+                        "\"" + *ecn + "\" is not valid; expected \"rfc6040\" or \"off\"");
+        }
+        std::array<uint8_t, 6> nh_mac{};
+        if (auto s = c.str(*t, path, "next_hop_mac", true))
+            if (!parse_mac(*s, nh_mac))
+                c.error(t->get("next_hop_mac")->source(), path + ".next_hop_mac",
+                        "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
+
+        const int op = pick_port(c, *t, path, "port", PortRole::outer, cfg);
+        const int ip = pick_port(c, *t, path, "inner_port", PortRole::inner, cfg);
+        if (auto s = c.str(*t, path, "remote", true)) {
+            uint8_t fam = 0;
+            if (!parse_ip(*s, fam, tc.remote)) {
+                c.error(t->get("remote")->source(), path + ".remote", "\"" + *s + "\" is not an IP address");
+            } else {
+                tc.outer_v6 = fam == 6;
+                if (op >= 0) {
+                    const PortConf& p = cfg.ports[static_cast<size_t>(op)];
+                    if (fam == 4 ? !p.has_ipv4 : !p.has_ipv6)
+                        c.error(t->get("remote")->source(), path + ".remote",
+                                "remote is IPv" + std::to_string(fam) + " but outer port \"" + p.name +
+                                    "\" has no ipv" + std::to_string(fam) + " address to send from");
+                    else if (fam == 4)
+                        std::copy_n(p.ipv4.begin(), 4, tc.local.begin());
+                    else
+                        tc.local = p.ipv6;
+                }
+            }
+        }
+        if (op >= 0 && ip >= 0) {
+            tc.outer_port = static_cast<uint16_t>(op);
+            tc.inner_port = static_cast<uint16_t>(ip);
+            tc.outer_mtu = cfg.ports[static_cast<size_t>(op)].mtu;
+            tc.inner_mtu = cfg.ports[static_cast<size_t>(ip)].mtu;
+            const uint32_t overhead = static_cast<uint32_t>(14 + (tc.outer_v6 ? 40 : 20) + 8 + 8);
+            if (tc.inner_mtu + overhead > tc.outer_mtu)
+                c.error(t->source(), path,
+                        "outer port \"" + cfg.ports[static_cast<size_t>(op)].name + "\" mtu " +
+                            std::to_string(tc.outer_mtu) + " cannot carry inner port \"" +
+                            cfg.ports[static_cast<size_t>(ip)].name + "\" mtu " +
+                            std::to_string(tc.inner_mtu) + " once encapsulated: it needs at least " +
+                            std::to_string(tc.inner_mtu + overhead) + " (inner MTU + " +
+                            std::to_string(overhead) + " bytes of Ethernet, IPv" +
+                            (tc.outer_v6 ? "6" : "4") + ", UDP and tunnel headers)");
+        }
+        for (auto& [s, where] : c.strings(*t, path, "routes")) {
+            std::string why;
+            auto p = parse_prefix(s, why);
+            if (!p) {
+                c.error(where, path + ".routes", why);
+                continue;
+            }
+            for (const auto& o : all_routes)
+                if (o.p.family == p->family && o.p.len == p->len && o.p.addr == p->addr)
+                    c.error(where, path + ".routes",
+                            "route " + s + " is already routed to tunnel \"" + o.tunnel + "\"");
+            all_routes.push_back({*p, tc.name});
+            tc.routes.push_back(*p);
+        }
+        for (size_t j = 0; j < cfg.tunnels.size(); ++j) {
+            const TunnelConf& o = cfg.tunnels[j];
+            if (o.outer_port != tc.outer_port || o.udp_port != tc.udp_port) continue;
+            if (o.type != tc.type)
+                c.error(t->source(), path + ".udp_dst_port",
+                        "UDP port " + std::to_string(tc.udp_port) + " already carries " +
+                            (o.type == TunnelType::vxlan ? "VXLAN" : "Geneve") + " for tunnel \"" +
+                            o.name + "\" on the same outer port");
+            else if (o.remote == tc.remote && o.outer_v6 == tc.outer_v6 && o.vni == tc.vni)
+                c.error(t->source(), path,
+                        "same remote, VNI and UDP port as tunnel \"" + o.name +
+                            "\": received packets could not be told apart");
+        }
+        cfg.tunnels.push_back(std::move(tc));
+        cfg.next_hop_macs.push_back(nh_mac);
+    }
+    if (cfg.tunnels.size() > kMaxTunnels)
+        c.error(n->source(), "tunnels", "at most " + std::to_string(kMaxTunnels) + " tunnels are supported");
+}
+
+Config build(const toml::table& root, const std::string& source_name) {
+    Checker c(source_name);
+    Config cfg;
+    cfg.path = source_name;
+    c.only_keys(root, "", {"eal", "ports", "tunnels", "classes"});
+    if (const toml::node* eal = root.get("eal")) {
+        if (const toml::table* t = table_at(c, *eal, "eal")) {
+            c.only_keys(*t, "eal", {"args"});
+            for (auto& [s, where] : c.strings(*t, "eal", "args")) cfg.eal_args.push_back(s);
+        }
+    }
+    load_ports(c, root, cfg);
+    load_classes(c, root, cfg);
+    load_tunnels(c, root, cfg);
+    c.finish();
+    for (auto& t : cfg.tunnels) {
+        auto& p = cfg.ports[t.outer_port];
+        bool seen = false;
+        for (auto& u : p.tunnel_udp_ports) seen = seen || u.udp_port == t.udp_port;
+        if (!seen) p.tunnel_udp_ports.push_back({t.udp_port, t.type});
+    }
+    return cfg;
+}
+
+}  // namespace
+
+int Config::first_port(PortRole role) const {
+    for (size_t i = 0; i < ports.size(); ++i)
+        if (ports[i].role == role) return static_cast<int>(i);
+    return -1;
+}
+
+int Config::port_index(const std::string& name) const {
+    for (size_t i = 0; i < ports.size(); ++i)
+        if (ports[i].name == name) return static_cast<int>(i);
+    return -1;
+}
+
+Config parse_config(std::string_view text, const std::string& source_name) {
+    toml::table root;
+    try {
+        root = toml::parse(text, source_name);
+    } catch (const toml::parse_error& e) {
+        std::ostringstream os;
+        os << source_name << ':' << e.source().begin.line << ':' << e.source().begin.column
+           << ": TOML syntax error: " << e.description();
+        throw ConfigError(os.str());
+    }
+    return build(root, source_name);
+}
+
+Config load_config(const std::string& path) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) throw ConfigError(path + ": cannot open config file");
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    const bool bad = std::ferror(f) != 0;
+    std::fclose(f);
+    if (bad) throw ConfigError(path + ": cannot read config file");
+    return parse_config(text, path);
+}
+
+bool parse_mac(std::string_view s, std::array<uint8_t, 6>& mac) {
+    if (s.size() != 17) return false;
+    for (size_t i = 0; i < 6; ++i) {
+        unsigned v = 0;
+        for (size_t j = 0; j < 2; ++j) {
+            const char ch = s[i * 3 + j];
+            v <<= 4;
+            if (ch >= '0' && ch <= '9')
+                v |= static_cast<unsigned>(ch - '0');
+            else if (ch >= 'a' && ch <= 'f')
+                v |= static_cast<unsigned>(ch - 'a' + 10);
+            else if (ch >= 'A' && ch <= 'F')
+                v |= static_cast<unsigned>(ch - 'A' + 10);
+            else
+                return false;
+        }
+        if (i < 5 && s[i * 3 + 2] != ':') return false;
+        mac[i] = static_cast<uint8_t>(v);
+    }
+    return true;
+}
+
+std::optional<Prefix> parse_prefix(std::string_view s, std::string& why) {
+    const auto slash = s.find('/');
+    if (slash == std::string_view::npos) {
+        why = "\"" + std::string(s) + "\" is not a prefix (expected ADDRESS/LENGTH)";
+        return std::nullopt;
+    }
+    Prefix p;
+    if (!parse_ip(s.substr(0, slash), p.family, p.addr)) {
+        why = "\"" + std::string(s) + "\" does not start with an IP address";
+        return std::nullopt;
+    }
+    const std::string len_s(s.substr(slash + 1));
+    const unsigned max = p.family == 4 ? 32 : 128;
+    char* end = nullptr;
+    const unsigned long len = std::strtoul(len_s.c_str(), &end, 10);
+    if (len_s.empty() || *end != '\0' || len > max) {
+        why = "\"" + std::string(s) + "\": prefix length must be 0.." + std::to_string(max);
+        return std::nullopt;
+    }
+    p.len = static_cast<uint8_t>(len);
+    for (unsigned bit = p.len; bit < 128; ++bit) {
+        if (p.addr[bit / 8] & (0x80 >> (bit % 8))) {
+            why = "\"" + std::string(s) + "\" has host bits set beyond /" + std::to_string(p.len);
+            return std::nullopt;
+        }
+    }
+    return p;
+}
+
+std::string format_mac(const std::array<uint8_t, 6>& m) {
+    char buf[18];
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    return buf;
+}
+
+std::string format_prefix(const Prefix& p) {
+    char buf[INET6_ADDRSTRLEN];
+    inet_ntop(p.family == 4 ? AF_INET : AF_INET6, p.addr.data(), buf, sizeof buf);
+    return std::string(buf) + "/" + std::to_string(p.len);
+}
+
+}  // namespace dscpgw

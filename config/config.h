@@ -1,0 +1,50 @@
+// Configuration: TOML loading and validation (no EAL needed), and compilation into the snapshot the
+// dataplane reads (needs EAL for the route and decap tables).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dataplane/snapshot.h"
+
+namespace dscpgw {
+
+// Every problem found in a config, one per line, each naming file:line:column and the key.
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Config {
+    std::string path;
+    std::vector<std::string> eal_args;
+    std::vector<PortConf> ports;
+    std::vector<ClassRule> classes;
+    std::vector<TunnelConf> tunnels;  // Templates not yet built.
+    std::vector<std::array<uint8_t, 6>> next_hop_macs;  // Per tunnel.
+
+    int first_port(PortRole role) const;
+    int port_index(const std::string& name) const;
+};
+
+// Parses and validates; throws ConfigError listing every problem.
+Config load_config(const std::string& path);
+Config parse_config(std::string_view text, const std::string& source_name);
+
+// Builds the immutable snapshot: outer-header templates, LPM tables and the decap hash. `port_macs`
+// gives each port's own MAC where the config sets none (the device's, or a made-up one in replay).
+// Requires rte_eal_init. Throws std::runtime_error on resource failure.
+std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
+                                         const std::vector<std::array<uint8_t, 6>>& port_macs);
+
+// Addresses and prefixes as the config writes them.
+bool parse_mac(std::string_view s, std::array<uint8_t, 6>& mac);
+std::optional<Prefix> parse_prefix(std::string_view s, std::string& why);
+std::string format_mac(const std::array<uint8_t, 6>& mac);
+std::string format_prefix(const Prefix& p);
+
+}  // namespace dscpgw

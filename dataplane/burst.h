@@ -1,0 +1,75 @@
+// The mbuf glue around the per-packet path: one burst in, each packet handed to process_packet(),
+// counters updated, survivors handed to a sink. Workers and `dscpgw replay` both run exactly this.
+#pragma once
+
+#include <rte_branch_prediction.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include "dataplane/pipeline.h"
+#include "dataplane/stats.h"
+
+namespace dscpgw {
+
+inline constexpr uint16_t kBurst = 32;
+inline constexpr uint16_t kPrefetchAhead = 4;
+
+// Sink: void operator()(uint16_t out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*,
+// const Verdict&), called for every packet after processing (a no-op in workers).
+template <typename Sink, typename Observer>
+inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
+                          WorkerStats& st, Sink&& sink, Observer&& observe) {
+    uint64_t rx_bytes = 0;
+    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+    for (uint16_t i = 0; i < n; ++i) {
+        if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+        rte_mbuf* m = pkts[i];
+        rx_bytes += m->pkt_len;
+        Verdict v;
+        if (unlikely(m->nb_segs != 1)) {
+            v.drop = DropReason::multi_segment;
+        } else {
+            Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
+            v = process_packet(s, rx_port, f);
+            if (likely(v.drop == DropReason::none)) {
+                m->data_off = static_cast<uint16_t>(f.headroom);
+                m->data_len = static_cast<uint16_t>(f.len);
+                m->pkt_len = f.len;
+            }
+        }
+        if (!v.decap && v.class_id != -1) {
+            const size_t c = static_cast<size_t>(v.class_id);
+            st.class_pkts[c].inc();
+            st.class_bytes[c].add(m->pkt_len);
+        } else if (!v.decap && v.dscp_in >= 0) {
+            st.class_pkts[kNoClass].inc();
+            st.class_bytes[kNoClass].add(m->pkt_len);
+        }
+        if (v.dscp_rewritten) st.dscp_rewrites.inc();
+        observe(static_cast<const rte_mbuf*>(m), v);
+        if (unlikely(v.drop != DropReason::none)) {
+            st.drops[static_cast<size_t>(v.drop)].inc();
+            rte_pktmbuf_free(m);
+            continue;
+        }
+        const size_t t = static_cast<size_t>(v.tunnel_id);
+        if (v.decap) {
+            st.decap_pkts[t].inc();
+            st.decap_bytes[t].add(m->pkt_len);
+            if (v.outer_remarked) st.outer_dscp_remarked[t].inc();
+            if (v.ce_marked) st.ecn_ce_marked[t].inc();
+        } else {
+            st.encap_pkts[t].inc();
+            st.encap_bytes[t].add(m->pkt_len);
+        }
+        sink(v.out_port, m);
+    }
+    st.rx_pkts[rx_port].add(n);
+    st.rx_bytes[rx_port].add(rx_bytes);
+}
+
+struct NoObserver {
+    void operator()(const rte_mbuf*, const Verdict&) const {}
+};
+
+}  // namespace dscpgw

@@ -1,0 +1,315 @@
+#include "dataplane/pipeline.h"
+
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_ip.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
+
+#include <cstring>
+
+#include "dataplane/wire.h"
+
+namespace dscpgw {
+
+using namespace wire;
+
+int classify(const Snapshot& s, const ParsedPacket& pp) {
+    const int n = static_cast<int>(s.classes.size());
+    for (int i = 0; i < n; ++i) {
+        const ClassRule& c = s.classes[static_cast<size_t>(i)];
+        if (c.has_ip_proto && pp.proto != c.ip_proto) continue;
+        if (c.has_udp_dst_port &&
+            (pp.proto != kProtoUdp || !pp.has_ports || pp.dport != c.udp_dst_port))
+            continue;
+        if (c.has_bth_opcode && (!pp.has_bth || pp.bth_opcode != c.bth_opcode)) continue;
+        if (c.has_dscp && ((c.dscp_mask >> pp.dscp()) & 1) == 0) continue;
+        if (!c.src.empty()) {
+            bool hit = false;
+            for (const Prefix& p : c.src) hit = hit || p.contains(pp.ip_ver, pp.src);
+            if (!hit) continue;
+        }
+        if (!c.dst.empty()) {
+            bool hit = false;
+            for (const Prefix& p : c.dst) hit = hit || p.contains(pp.ip_ver, pp.dst);
+            if (!hit) continue;
+        }
+        return i;
+    }
+    return -1;
+}
+
+uint32_t flow_hash(const ParsedPacket& pp) {
+    uint32_t h = pp.proto;
+    const unsigned words = pp.ip_ver == 4 ? 1 : 4;
+    for (unsigned i = 0; i < words; ++i) {
+        h = rte_hash_crc_4byte(load32(pp.src + 4 * i), h);
+        h = rte_hash_crc_4byte(load32(pp.dst + 4 * i), h);
+    }
+    if (pp.has_ports) h = rte_hash_crc_4byte((uint32_t{pp.sport} << 16) | pp.dport, h);
+    // CRC32-C leaves the low bits of similar tuples correlated; fold the high half in.
+    return h ^ (h >> 16);
+}
+
+namespace {
+
+uint16_t fold(uint32_t sum) {
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+
+void write_tos(const ParsedPacket& pp, uint8_t* frame, uint8_t tos) {
+    uint8_t* ip = frame + pp.l3_off;
+    if (pp.ip_ver == 4)
+        set_ipv4_tos(ip, tos);
+    else
+        set_ipv6_tclass(ip, tos);
+}
+
+template <bool kV6>
+constexpr uint32_t outer_hdr_len() {
+    return static_cast<uint32_t>(kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8);
+}
+
+// Pushes the tunnel's outer headers in front of the inner frame. The tunnel type only changes the
+// template's bytes (built by the control side), so only the address family specialises the code.
+template <bool kV6>
+DropReason encap(const TunnelConf& t, Frame& f, const ParsedPacket& pp, uint8_t inner_tos) {
+    constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
+    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
+    // RFC 7348 section 6.1: the inner VLAN tag is local to the LAN and not carried; the inner
+    // frame is also trimmed to its IP packet (Ethernet padding is not tunnelled).
+    const uint32_t tags = pp.vlan_tags * kVlanLen;
+    const uint32_t inner_len = kEthLen + pp.ip_len;
+    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
+    if (outer_ip_len > t.outer_mtu) return DropReason::too_big;
+    if (f.headroom + tags < hdr_len) return DropReason::no_headroom;
+    if (tags != 0) {
+        std::memmove(f.data + tags, f.data, 2 * 6);
+        f.data += tags;
+        f.headroom += tags;
+    }
+    f.data -= hdr_len;
+    f.headroom -= hdr_len;
+    f.len = hdr_len + inner_len;
+    std::memcpy(f.data, t.hdr.data(), hdr_len);
+
+    const uint32_t hash = flow_hash(pp);
+    const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
+    const uint8_t dscp =
+        t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp) : static_cast<uint8_t>(inner_tos >> 2);
+    const uint8_t tos = static_cast<uint8_t>(dscp << 2 | ecn);
+    uint8_t* ip = f.data + kEthLen;
+    uint8_t* udp = ip + ip_hdr_len;
+    const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
+    store16(udp, entropy_port(hash));
+    store16(udp + 4, udp_len);
+    if constexpr (!kV6) {
+        ip[kIpv4TosOff] = tos;
+        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
+        store16(ip + kIpv4CsumOff,
+                static_cast<uint16_t>(~fold(t.hdr_csum_base + tos + outer_ip_len)));
+        // The outer UDP checksum stays zero, as RFC 7348 and RFC 8926 allow over IPv4.
+    } else {
+        // RFC 6438: the flow label carries the same entropy as the source port.
+        store32(ip, 0x60000000u | uint32_t{tos} << 20 | (hash & 0xfffffu));
+        store16(ip + kIpv6PayloadLenOff, udp_len);
+        // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1).
+        // DPDK's raw checksum sums words in host order; the base is kept in the same order.
+        uint32_t sum = t.hdr_csum_base + rte_cpu_to_be_16(udp_len);
+        sum = __rte_raw_cksum(udp, udp_len, sum);
+        uint16_t csum = static_cast<uint16_t>(~fold(sum));
+        if (csum == 0) csum = 0xffff;
+        std::memcpy(udp + 6, &csum, sizeof csum);
+    }
+    return DropReason::none;
+}
+
+// The RFC 6040 section 4.2 decapsulation table (normal mode). Returns the inner ECN to emit, or
+// -1 when the packet must be dropped.
+int rfc6040_decap(uint8_t outer_ecn, uint8_t inner_ecn) {
+    if (outer_ecn == kEcnCe) return inner_ecn == kEcnNotEct ? -1 : kEcnCe;
+    if (outer_ecn == kEcnEct1 && inner_ecn == kEcnEct0) return kEcnEct1;
+    return inner_ecn;
+}
+
+// Validates the tunnel header at `h` (the UDP payload, `len` bytes) and returns its length.
+DropReason parse_tunnel_header(TunnelType type, const uint8_t* h, uint32_t len, uint32_t& hdr_len,
+                               uint32_t& vni) {
+    if (len < 8) return DropReason::truncated;
+    vni = load32(h + 4) >> 8;
+    if (type == TunnelType::vxlan) {
+        if ((h[0] & kVxlanFlagI) == 0) return DropReason::bad_tunnel_header;
+        hdr_len = kVxlanLen;
+        return DropReason::none;
+    }
+    if ((h[0] >> 6) != 0) return DropReason::bad_tunnel_header;
+    const uint32_t opt_len = (h[0] & 0x3fu) * 4u;
+    if (kGeneveLen + opt_len > len) return DropReason::bad_tunnel_header;
+    // No option is understood here, so a critical one (C flag, or a type with its high bit set)
+    // forbids decapsulation (RFC 8926 section 3.5.1); an OAM frame is for the endpoint itself.
+    if ((h[1] & (kGeneveFlagOam | kGeneveFlagCritical)) != 0) return DropReason::bad_tunnel_header;
+    for (uint32_t off = 0; off < opt_len;) {
+        if (off + kGeneveOptHdrLen > opt_len) return DropReason::bad_tunnel_header;
+        const uint8_t* o = h + kGeneveLen + off;
+        if ((o[2] & kGeneveOptCritical) != 0) return DropReason::bad_tunnel_header;
+        off += static_cast<uint32_t>(kGeneveOptHdrLen) + (o[3] & 0x1fu) * 4u;
+        if (off > opt_len) return DropReason::bad_tunnel_header;
+    }
+    if (load16(h + 2) != kEtherTypeTeb) return DropReason::unsupported_payload;
+    hdr_len = kGeneveLen + opt_len;
+    return DropReason::none;
+}
+
+// Names why no tunnel took a packet that passed every other check. Only dropped packets get here.
+DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
+    for (const TunnelConf& t : s.tunnels) {
+        if (t.outer_port == key.rx_port && t.udp_port == key.udp_port &&
+            t.outer_v6 == (key.family == 6) && t.remote == key.remote)
+            return DropReason::unknown_vni;
+    }
+    return DropReason::unknown_remote;
+}
+
+}  // namespace
+
+Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
+    (void)rx_port;
+    Verdict v;
+    ParsedPacket pp;
+    if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;
+    if (pp.ip_ver == 0) {
+        v.drop = DropReason::not_ip;
+        return v;
+    }
+    v.dscp_in = pp.dscp();
+    v.class_id = static_cast<int16_t>(classify(s, pp));
+    uint8_t tos = pp.tos;
+    if (v.class_id >= 0) {
+        const int16_t set = s.classes[static_cast<size_t>(v.class_id)].set_dscp;
+        if (set >= 0 && set != pp.dscp()) {
+            tos = static_cast<uint8_t>(set << 2 | (pp.tos & 3));
+            write_tos(pp, f.data, tos);
+            v.dscp_rewritten = true;
+        }
+    }
+    v.dscp_out = tos >> 2;
+
+    uint32_t nh = 0;
+    const int rc = pp.ip_ver == 4 ? rte_lpm_lookup(s.lpm4, load32(pp.dst), &nh)
+                                  : rte_lpm6_lookup(s.lpm6, pp.dst, &nh);
+    if (rc != 0) {
+        v.drop = DropReason::no_route;
+        return v;
+    }
+    const TunnelConf& t = s.tunnels[nh];
+    v.tunnel_id = static_cast<int16_t>(nh);
+    v.out_port = t.outer_port;
+    v.drop = t.outer_v6 ? encap<true>(t, f, pp, tos) : encap<false>(t, f, pp, tos);
+    return v;
+}
+
+Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
+    Verdict v;
+    v.decap = true;
+    const PortConf& port = s.ports[rx_port];
+    ParsedPacket op;
+    if ((v.drop = parse_packet(f.data, f.len, op)) != DropReason::none) return v;
+    if (op.ip_ver == 0) {
+        v.drop = DropReason::not_tunnel;
+        return v;
+    }
+    v.dscp_in = op.dscp();
+    const bool local = op.ip_ver == 4
+                           ? port.has_ipv4 && std::memcmp(op.dst, port.ipv4.data(), 4) == 0
+                           : port.has_ipv6 && std::memcmp(op.dst, port.ipv6.data(), 16) == 0;
+    if (!local) {
+        v.drop = DropReason::not_local;
+        return v;
+    }
+    if (op.is_fragment) {
+        v.drop = DropReason::outer_fragment;
+        return v;
+    }
+    if (op.proto != kProtoUdp) {
+        v.drop = DropReason::not_tunnel;
+        return v;
+    }
+    const PortConf::TunnelUdpPort* tp = nullptr;
+    for (const auto& u : port.tunnel_udp_ports)
+        if (u.udp_port == op.dport) tp = &u;
+    if (tp == nullptr) {
+        v.drop = DropReason::not_tunnel;
+        return v;
+    }
+
+    const uint8_t* udp = f.data + op.l4_off;
+    const uint32_t udp_len = load16(udp + 4);
+    const uint32_t ip_end = op.l3_off + op.ip_len;
+    if (udp_len < kUdpLen || op.l4_off + udp_len > ip_end) {
+        v.drop = DropReason::truncated;
+        return v;
+    }
+    const uint8_t* th = udp + kUdpLen;
+    uint32_t th_len = 0, vni = 0;
+    v.drop = parse_tunnel_header(tp->type, th, udp_len - static_cast<uint32_t>(kUdpLen), th_len, vni);
+    if (v.drop != DropReason::none) return v;
+
+    DecapKey key{};
+    std::memcpy(key.remote.data(), op.src, op.ip_ver == 4 ? 4 : 16);
+    key.vni = vni;
+    key.udp_port = op.dport;
+    key.family = op.ip_ver;
+    key.rx_port = static_cast<uint8_t>(rx_port);
+    void* data = nullptr;
+    if (rte_hash_lookup_data(s.decap, &key, &data) < 0) {
+        v.drop = classify_decap_miss(s, key);
+        return v;
+    }
+    const auto tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data));
+    const TunnelConf& t = s.tunnels[tid];
+    v.tunnel_id = static_cast<int16_t>(tid);
+
+    const uint32_t inner_off = op.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
+    uint8_t* inner = f.data + inner_off;
+    const uint32_t inner_len = op.l4_off + udp_len - inner_off;
+    ParsedPacket ip;
+    if (parse_packet(inner, inner_len, ip) != DropReason::none) {
+        v.drop = DropReason::bad_inner_frame;
+        return v;
+    }
+    if (ip.ip_ver != 0) {
+        const int16_t expected = t.outer_dscp >= 0 ? t.outer_dscp : ip.dscp();
+        v.outer_remarked = op.dscp() != expected;
+        int ecn = ip.ecn();
+        if (t.ecn_rfc6040) {
+            ecn = rfc6040_decap(op.ecn(), ip.ecn());
+            if (ecn < 0) {
+                v.drop = DropReason::ecn_ce_on_not_ect;
+                return v;
+            }
+            v.ce_marked = ecn == kEcnCe && ip.ecn() != kEcnCe;
+        }
+        const uint8_t dscp = t.decap_dscp == kDscpPreserve    ? ip.dscp()
+                             : t.decap_dscp == kDscpCopyOuter ? op.dscp()
+                                                              : static_cast<uint8_t>(t.decap_dscp);
+        const auto tos = static_cast<uint8_t>(dscp << 2 | ecn);
+        if (ip.ip_len > t.inner_mtu) {
+            v.drop = DropReason::too_big;
+            return v;
+        }
+        if (tos != ip.tos) {
+            write_tos(ip, inner, tos);
+            v.dscp_rewritten = dscp != ip.dscp();
+        }
+        v.dscp_out = dscp;
+    }
+    f.data = inner;
+    f.headroom += inner_off;
+    f.len = inner_len;
+    v.out_port = t.inner_port;
+    return v;
+}
+
+}  // namespace dscpgw

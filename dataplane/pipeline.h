@@ -1,0 +1,51 @@
+// The per-packet path, on a byte span with headroom. Needs no EAL beyond the route and decap
+// tables the snapshot holds, allocates nothing, never throws.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/drop_reason.h"
+#include "dataplane/packet.h"
+#include "dataplane/snapshot.h"
+
+namespace dscpgw {
+
+// A frame in a buffer: `data` may move back into the headroom (encapsulation) or forward (VLAN
+// removal, decapsulation); `len` is the frame's length.
+struct Frame {
+    uint8_t* data;
+    uint32_t len;
+    uint32_t headroom;
+};
+
+struct Verdict {
+    DropReason drop = DropReason::none;
+    uint16_t out_port = 0;
+    int16_t class_id = -1;   // Matching class, -1 for none (inner path only).
+    int16_t tunnel_id = -1;
+    int16_t dscp_in = -1;    // Inner path: inner DSCP received. Outer path: outer DSCP.
+    int16_t dscp_out = -1;   // DSCP of the packet sent (inner path: the inner/outer DSCP).
+    bool decap = false;
+    bool dscp_rewritten = false;
+    bool outer_remarked = false;
+    bool ce_marked = false;
+};
+
+// First-match classification; returns the class index or -1.
+int classify(const Snapshot& s, const ParsedPacket& pp);
+
+// ECMP entropy: a hash of the inner 5-tuple mapped into 49152..65535 (RFC 7348 section 5).
+uint32_t flow_hash(const ParsedPacket& pp);
+inline uint16_t entropy_port(uint32_t hash) { return static_cast<uint16_t>(0xc000u | (hash & 0x3fffu)); }
+
+// Inner -> outer: classify, mark, route, encapsulate.
+Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f);
+// Outer -> inner: validate, decapsulate, RFC 6040, DSCP-on-decap, bleaching detection.
+Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f);
+
+inline Verdict process_packet(const Snapshot& s, uint16_t rx_port, Frame& f) {
+    return s.ports[rx_port].role == PortRole::inner ? process_inner(s, rx_port, f)
+                                                    : process_outer(s, rx_port, f);
+}
+
+}  // namespace dscpgw

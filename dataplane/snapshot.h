@@ -1,0 +1,129 @@
+// The compiled, immutable form of a configuration that workers read. Built by the control side
+// (config/compile.cpp), never modified once published; the dataplane only reads it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct rte_lpm;
+struct rte_lpm6;
+struct rte_hash;
+
+namespace dscpgw {
+
+inline constexpr size_t kMaxPorts = 16;
+inline constexpr size_t kMaxClasses = 64;
+inline constexpr size_t kMaxTunnels = 256;
+inline constexpr size_t kMaxOuterHdr = 14 + 40 + 8 + 8;  // Ethernet + IPv6 + UDP + VXLAN/Geneve.
+
+enum class PortRole : uint8_t { inner, outer };
+enum class TunnelType : uint8_t { vxlan, geneve };
+
+// An IPv4 or IPv6 prefix; IPv4 occupies the first four bytes.
+struct Prefix {
+    uint8_t family = 0;  // 4 or 6.
+    uint8_t len = 0;
+    std::array<uint8_t, 16> addr{};
+
+    bool contains(uint8_t fam, const uint8_t* a) const {
+        if (fam != family) return false;
+        unsigned full = len / 8, rest = len % 8;
+        for (unsigned i = 0; i < full; ++i)
+            if (a[i] != addr[i]) return false;
+        if (rest == 0) return true;
+        const uint8_t mask = static_cast<uint8_t>(0xff00 >> rest);
+        return (a[full] & mask) == addr[full];
+    }
+};
+
+struct ClassRule {
+    std::string name;
+    // Match keys; a key whose has_ flag is false matches anything.
+    bool has_udp_dst_port = false, has_bth_opcode = false, has_ip_proto = false, has_dscp = false;
+    uint16_t udp_dst_port = 0;
+    uint8_t bth_opcode = 0;
+    uint8_t ip_proto = 0;
+    uint64_t dscp_mask = 0;  // Bit n set: DSCP n matches.
+    std::vector<Prefix> src, dst;  // Empty: any.
+    int16_t set_dscp = -1;  // -1: preserve.
+};
+
+struct PortConf {
+    std::string name;
+    std::string device;
+    PortRole role = PortRole::inner;
+    uint32_t mtu = 1500;
+    std::array<uint8_t, 6> mac{};
+    bool has_mac = false;
+    bool has_ipv4 = false, has_ipv6 = false;
+    std::array<uint8_t, 4> ipv4{};
+    std::array<uint8_t, 16> ipv6{};
+    // Outer ports: the UDP ports tunnels listen on here, and the encapsulation each one carries.
+    struct TunnelUdpPort {
+        uint16_t udp_port;
+        TunnelType type;
+    };
+    std::vector<TunnelUdpPort> tunnel_udp_ports;
+};
+
+inline constexpr int16_t kDscpInherit = -1;
+inline constexpr int16_t kDscpPreserve = -1;
+inline constexpr int16_t kDscpCopyOuter = -2;
+
+struct TunnelConf {
+    std::string name;
+    TunnelType type = TunnelType::vxlan;
+    bool outer_v6 = false;
+    uint32_t vni = 0;
+    uint16_t udp_port = 0;
+    uint16_t outer_port = 0;  // Index into Snapshot::ports.
+    uint16_t inner_port = 0;
+    uint8_t ttl = 64;
+    bool ecn_rfc6040 = true;
+    int16_t outer_dscp = kDscpInherit;    // Or 0..63.
+    int16_t decap_dscp = kDscpPreserve;   // Or kDscpCopyOuter or 0..63.
+    uint32_t outer_mtu = 1500;            // IP MTU of outer_port.
+    uint32_t inner_mtu = 1500;            // IP MTU of inner_port.
+    std::array<uint8_t, 16> remote{};
+    std::array<uint8_t, 16> local{};
+    std::vector<Prefix> routes;
+
+    // Outer header template: Ethernet + IPv4/IPv6 + UDP + VXLAN/Geneve, lengths, TOS, checksum and
+    // source port left zero for the worker to patch.
+    std::array<uint8_t, kMaxOuterHdr> hdr{};
+    uint8_t hdr_len = 0;
+    // IPv4: one's-complement sum of the template's IP header words read big-endian (lengths, TOS,
+    // checksum zero), unfolded. IPv6: the sum of the UDP pseudo-header's addresses and next header
+    // in host word order, as DPDK's __rte_raw_cksum computes it.
+    uint32_t hdr_csum_base = 0;
+};
+
+// Key of the decapsulation table: which tunnel a received packet belongs to.
+struct DecapKey {
+    std::array<uint8_t, 16> remote{};
+    uint32_t vni = 0;
+    uint16_t udp_port = 0;
+    uint8_t family = 0;
+    uint8_t rx_port = 0;
+};
+static_assert(sizeof(DecapKey) == 24);
+
+struct Snapshot {
+    uint64_t generation = 0;
+    std::vector<PortConf> ports;
+    std::vector<ClassRule> classes;
+    std::vector<TunnelConf> tunnels;
+    rte_lpm* lpm4 = nullptr;
+    rte_lpm6* lpm6 = nullptr;
+    rte_hash* decap = nullptr;
+
+    Snapshot() = default;
+    Snapshot(const Snapshot&) = delete;
+    Snapshot& operator=(const Snapshot&) = delete;
+    ~Snapshot();
+};
+
+}  // namespace dscpgw

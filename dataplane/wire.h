@@ -1,0 +1,267 @@
+// Wire formats and big-endian load/store helpers.
+//
+// Inner headers sit at arbitrary offsets once a frame is encapsulated or a VLAN tag is removed, so
+// every field is read and written through the memcpy-based helpers below, never through a cast
+// pointer. The structs exist to document the layouts and to pin their sizes; code addresses fields
+// by the offsets next to them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace dscpgw::wire {
+
+inline uint16_t load16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_bswap16(v);
+}
+
+inline uint32_t load32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_bswap32(v);
+}
+
+inline void store16(uint8_t* p, uint16_t v) {
+    v = __builtin_bswap16(v);
+    std::memcpy(p, &v, sizeof v);
+}
+
+inline void store32(uint8_t* p, uint32_t v) {
+    v = __builtin_bswap32(v);
+    std::memcpy(p, &v, sizeof v);
+}
+
+inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
+inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
+inline constexpr uint16_t kEtherTypeVlan = 0x8100;
+inline constexpr uint16_t kEtherTypeQinQ = 0x88a8;
+inline constexpr uint16_t kEtherTypeTeb = 0x6558;  // Transparent Ethernet Bridging.
+
+inline constexpr uint8_t kProtoUdp = 17;
+inline constexpr uint16_t kRoceV2Port = 4791;
+inline constexpr uint16_t kVxlanPort = 4789;
+inline constexpr uint16_t kGenevePort = 6081;
+inline constexpr uint8_t kBthOpcodeCnp = 0x81;
+
+// Ethernet II.
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                    Destination MAC (6 bytes)                  |
+// +                               +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                               |      Source MAC (6 bytes)     |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+                               +
+// |                                                               |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |          EtherType            |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+struct EthHdr {
+    uint8_t dst[6];
+    uint8_t src[6];
+    uint8_t ether_type[2];
+};
+static_assert(sizeof(EthHdr) == 14);
+inline constexpr size_t kEthLen = 14;
+inline constexpr size_t kEthTypeOff = 12;
+
+// IEEE 802.1Q tag, following the source MAC: TPID 0x8100, then PCP(3) DEI(1) VID(12), then the
+// encapsulated EtherType.
+struct VlanTag {
+    uint8_t tpid[2];
+    uint8_t tci[2];
+};
+static_assert(sizeof(VlanTag) == 4);
+inline constexpr size_t kVlanLen = 4;
+
+// IPv4 (RFC 791).
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |Version|  IHL  |   DSCP    |ECN|          Total Length         |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |         Identification        |Flags|      Fragment Offset    |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |  Time to Live |    Protocol   |         Header Checksum       |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                       Source Address                          |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                    Destination Address                        |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                    Options (IHL > 5)                          |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+struct Ipv4Hdr {
+    uint8_t ver_ihl;
+    uint8_t tos;
+    uint8_t total_length[2];
+    uint8_t id[2];
+    uint8_t frag[2];
+    uint8_t ttl;
+    uint8_t proto;
+    uint8_t csum[2];
+    uint8_t src[4];
+    uint8_t dst[4];
+};
+static_assert(sizeof(Ipv4Hdr) == 20);
+inline constexpr size_t kIpv4Len = 20;
+inline constexpr size_t kIpv4TosOff = 1;
+inline constexpr size_t kIpv4TotalLenOff = 2;
+inline constexpr size_t kIpv4FragOff = 6;
+inline constexpr size_t kIpv4TtlOff = 8;
+inline constexpr size_t kIpv4ProtoOff = 9;
+inline constexpr size_t kIpv4CsumOff = 10;
+inline constexpr size_t kIpv4SrcOff = 12;
+inline constexpr size_t kIpv4DstOff = 16;
+inline constexpr uint16_t kIpv4FlagDf = 0x4000;
+inline constexpr uint16_t kIpv4FlagMf = 0x2000;
+inline constexpr uint16_t kIpv4FragOffsetMask = 0x1fff;
+
+// IPv6 (RFC 8200).
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |Version| Traffic Class |           Flow Label                  |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |         Payload Length        |  Next Header  |   Hop Limit   |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                     Source Address (16 bytes)                 |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                  Destination Address (16 bytes)               |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// The traffic class straddles bytes 0 and 1; see ipv6_tclass()/set_ipv6_tclass().
+struct Ipv6Hdr {
+    uint8_t vtc_flow[4];
+    uint8_t payload_length[2];
+    uint8_t next_header;
+    uint8_t hop_limit;
+    uint8_t src[16];
+    uint8_t dst[16];
+};
+static_assert(sizeof(Ipv6Hdr) == 40);
+inline constexpr size_t kIpv6Len = 40;
+inline constexpr size_t kIpv6PayloadLenOff = 4;
+inline constexpr size_t kIpv6NextHdrOff = 6;
+inline constexpr size_t kIpv6HopLimitOff = 7;
+inline constexpr size_t kIpv6SrcOff = 8;
+inline constexpr size_t kIpv6DstOff = 24;
+
+inline uint8_t ipv6_tclass(const uint8_t* ip6) {
+    return static_cast<uint8_t>((load16(ip6) >> 4) & 0xff);
+}
+
+inline void set_ipv6_tclass(uint8_t* ip6, uint8_t tc) {
+    uint16_t w = load16(ip6);
+    w = static_cast<uint16_t>((w & 0xf00f) | (static_cast<uint16_t>(tc) << 4));
+    store16(ip6, w);
+}
+
+// UDP (RFC 768).
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |          Source Port          |       Destination Port        |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |            Length             |           Checksum            |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+struct UdpHdr {
+    uint8_t src_port[2];
+    uint8_t dst_port[2];
+    uint8_t length[2];
+    uint8_t csum[2];
+};
+static_assert(sizeof(UdpHdr) == 8);
+inline constexpr size_t kUdpLen = 8;
+
+// VXLAN (RFC 7348 section 5).
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |R|R|R|R|I|R|R|R|            Reserved                           |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                VXLAN Network Identifier (VNI) |   Reserved    |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// The I flag must be set; reserved bits are sent as zero and ignored on receipt.
+struct VxlanHdr {
+    uint8_t flags;
+    uint8_t reserved1[3];
+    uint8_t vni[3];
+    uint8_t reserved2;
+};
+static_assert(sizeof(VxlanHdr) == 8);
+inline constexpr size_t kVxlanLen = 8;
+inline constexpr uint8_t kVxlanFlagI = 0x08;
+
+// Geneve (RFC 8926 section 3.4).
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |Ver|  Opt Len  |O|C|    Rsvd.  |          Protocol Type        |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |        Virtual Network Identifier (VNI)       |    Reserved   |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |                    Variable-Length Options                    |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// Opt Len counts 4-byte words. Each option: class(16) type(8, high bit = critical) R(3) len(5
+// words) then data.
+struct GeneveHdr {
+    uint8_t ver_optlen;
+    uint8_t flags;
+    uint8_t protocol[2];
+    uint8_t vni[3];
+    uint8_t reserved;
+};
+static_assert(sizeof(GeneveHdr) == 8);
+inline constexpr size_t kGeneveLen = 8;
+inline constexpr size_t kGeneveOptHdrLen = 4;
+inline constexpr uint8_t kGeneveFlagOam = 0x80;
+inline constexpr uint8_t kGeneveFlagCritical = 0x40;
+inline constexpr uint8_t kGeneveOptCritical = 0x80;
+
+// InfiniBand Base Transport Header, carried by RoCEv2 right after UDP (IBTA Annex A17).
+//  0                   1                   2                   3
+//  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |    OpCode     |S|M|Pad|TVer |         Partition Key           |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |F|B|  Resv6    |            Destination QP                     |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// |A|  Resv7      |            Packet Sequence Number             |
+// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+// The invariant CRC at the end of the packet masks the IP TOS/traffic class, TTL/hop limit, flow
+// label, IPv4 header checksum and UDP checksum, so DSCP/ECN rewrites leave it valid.
+struct BthHdr {
+    uint8_t opcode;
+    uint8_t flags;
+    uint8_t pkey[2];
+    uint8_t resv_dqp[4];
+    uint8_t ack_psn[4];
+};
+static_assert(sizeof(BthHdr) == 12);
+inline constexpr size_t kBthLen = 12;
+
+// ECN codepoints (RFC 3168) in the low two bits of the TOS / traffic-class byte.
+inline constexpr uint8_t kEcnNotEct = 0;
+inline constexpr uint8_t kEcnEct1 = 1;
+inline constexpr uint8_t kEcnEct0 = 2;
+inline constexpr uint8_t kEcnCe = 3;
+
+// RFC 1624 equation 3: HC' = ~(~HC + ~m + m'), for one 16-bit word changing from m to m'.
+inline uint16_t csum_update16(uint16_t hc, uint16_t old_word, uint16_t new_word) {
+    uint32_t sum = static_cast<uint16_t>(~hc) + static_cast<uint32_t>(static_cast<uint16_t>(~old_word)) +
+                   new_word;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(~sum);
+}
+
+// Rewrites the TOS byte of an IPv4 header and patches its checksum incrementally.
+inline void set_ipv4_tos(uint8_t* ip4, uint8_t tos) {
+    const uint16_t old_word = load16(ip4);
+    const uint16_t new_word = static_cast<uint16_t>((old_word & 0xff00) | tos);
+    store16(ip4 + kIpv4CsumOff, csum_update16(load16(ip4 + kIpv4CsumOff), old_word, new_word));
+    ip4[kIpv4TosOff] = tos;
+}
+
+}  // namespace dscpgw::wire

@@ -1,0 +1,24 @@
+// The run-to-completion worker loop: poll every port, process, transmit.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "dataplane/snapshot.h"
+#include "dataplane/stats.h"
+
+namespace dscpgw {
+
+struct WorkerContext {
+    const Snapshot* snap = nullptr;
+    std::vector<uint16_t> eth_port;  // Config port index -> ethdev port id.
+    uint16_t queue = 0;              // This worker's RX and TX queue on every port.
+    WorkerStats* stats = nullptr;
+    const std::atomic<bool>* stop = nullptr;
+};
+
+// Runs until *ctx.stop becomes true. Suitable for rte_eal_remote_launch (argument: WorkerContext*).
+int worker_main(void* ctx);
+
+}  // namespace dscpgw

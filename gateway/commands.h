@@ -1,0 +1,16 @@
+#pragma once
+
+#include <string>
+
+namespace dscpgw {
+
+struct ReplayOptions {
+    std::string config, in, out, port;
+    bool trace = false;
+};
+
+int cmd_check(const std::string& config);
+int cmd_replay(const ReplayOptions& o);
+int cmd_run(const std::string& config);
+
+}  // namespace dscpgw

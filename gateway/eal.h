@@ -1,0 +1,14 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dscpgw {
+
+// rte_eal_init with the given arguments (argv[0] added). Returns false with a message on failure.
+bool eal_init(const std::vector<std::string>& args, std::string& error);
+
+// Arguments for an EAL that needs no device and no hugepages (replay, tests).
+std::vector<std::string> eal_args_offline();
+
+}  // namespace dscpgw

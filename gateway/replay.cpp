@@ -1,0 +1,193 @@
+// `dscpgw replay`: runs a capture through the workers' burst code, with no NIC and no hugepages.
+#include <pcap/pcap.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "config/config.h"
+#include "control/report.h"
+#include "dataplane/burst.h"
+#include "gateway/commands.h"
+#include "gateway/eal.h"
+
+namespace dscpgw {
+
+namespace {
+
+// Replay has no devices: a port without a configured `mac` gets a fixed locally administered one.
+std::array<uint8_t, 6> replay_mac(size_t port) {
+    return {0x02, 0x00, 0x00, 0x00, 0x00, static_cast<uint8_t>(port + 1)};
+}
+
+void print_trace(uint64_t index, const Snapshot& s, const Verdict& v) {
+    const char* cls = "-";
+    if (v.decap)
+        cls = "(decap)";
+    else if (v.class_id >= 0)
+        cls = s.classes[static_cast<size_t>(v.class_id)].name.c_str();
+    else if (v.dscp_in >= 0)
+        cls = "(none)";
+    char dscp[32] = "-";
+    if (v.dscp_in >= 0 && v.dscp_out >= 0)
+        std::snprintf(dscp, sizeof dscp, "%d->%d", v.dscp_in, v.dscp_out);
+    else if (v.dscp_in >= 0)
+        std::snprintf(dscp, sizeof dscp, "%d", v.dscp_in);
+    const char* tun = v.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(v.tunnel_id)].name.c_str() : "-";
+    if (v.drop == DropReason::none)
+        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s\n", index, cls, dscp, tun,
+                    v.decap ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
+                    v.outer_remarked ? " outer_dscp_remarked" : "", v.ce_marked ? " ce_marked" : "");
+    else
+        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s\n", index, cls, dscp, tun,
+                    std::string(drop_reason_name(v.drop)).c_str());
+}
+
+}  // namespace
+
+int cmd_replay(const ReplayOptions& o) {
+    Config cfg;
+    try {
+        cfg = load_config(o.config);
+    } catch (const ConfigError& e) {
+        std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());
+        return 2;
+    }
+    int rx_port = o.port.empty() ? cfg.first_port(PortRole::inner) : cfg.port_index(o.port);
+    if (rx_port < 0) {
+        if (o.port.empty())
+            std::fprintf(stderr, "dscpgw replay: the config has no inner port; name one with --port\n");
+        else
+            std::fprintf(stderr, "dscpgw replay: --port %s: no such port in %s\n", o.port.c_str(),
+                         o.config.c_str());
+        return 2;
+    }
+
+    char errbuf[PCAP_ERRBUF_SIZE] = {};
+    pcap_t* in = pcap_open_offline(o.in.c_str(), errbuf);
+    if (in == nullptr) {
+        std::fprintf(stderr, "dscpgw replay: cannot read %s: %s\n", o.in.c_str(), errbuf);
+        return 2;
+    }
+    if (pcap_datalink(in) != DLT_EN10MB) {
+        std::fprintf(stderr, "dscpgw replay: %s: link type %s, only Ethernet captures are supported\n",
+                     o.in.c_str(), pcap_datalink_val_to_name(pcap_datalink(in)));
+        pcap_close(in);
+        return 2;
+    }
+    pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+    pcap_dumper_t* out = pcap_dump_open(dead, o.out.c_str());
+    if (out == nullptr) {
+        std::fprintf(stderr, "dscpgw replay: cannot write %s: %s\n", o.out.c_str(), pcap_geterr(dead));
+        pcap_close(dead);
+        pcap_close(in);
+        return 2;
+    }
+
+    std::string err;
+    if (!eal_init(eal_args_offline(), err)) {
+        std::fprintf(stderr, "dscpgw replay: %s\n", err.c_str());
+        return 1;
+    }
+    int rc = 0;
+    {
+        std::vector<std::array<uint8_t, 6>> macs;
+        for (size_t i = 0; i < cfg.ports.size(); ++i) macs.push_back(replay_mac(i));
+        std::unique_ptr<Snapshot> snap;
+        try {
+            snap = build_snapshot(cfg, macs);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "dscpgw replay: %s\n", e.what());
+            return 1;
+        }
+        // One buffer size that holds any capturable frame, as a jumbo-capable port's pool would.
+        constexpr uint16_t kDataRoom = UINT16_MAX;
+        rte_mempool* pool = rte_pktmbuf_pool_create("replay", 4 * kBurst - 1, 0, 0, kDataRoom, SOCKET_ID_ANY);
+        if (pool == nullptr) {
+            std::fprintf(stderr, "dscpgw replay: cannot create mbuf pool: %s\n", rte_strerror(rte_errno));
+            return 1;
+        }
+        auto stats = std::make_unique<WorkerStats>();
+        const uint32_t max_frame = kDataRoom - RTE_PKTMBUF_HEADROOM;
+        uint64_t index = 0, skipped = 0;
+        bool done = false;
+        while (!done) {
+            rte_mbuf* burst[kBurst];
+            pcap_pkthdr hdrs[kBurst];
+            uint64_t idxs[kBurst];
+            uint16_t n = 0;
+            while (n < kBurst) {
+                pcap_pkthdr* h;
+                const u_char* bytes;
+                const int r = pcap_next_ex(in, &h, &bytes);
+                if (r != 1) {
+                    if (r == PCAP_ERROR) {
+                        std::fprintf(stderr, "dscpgw replay: %s: %s\n", o.in.c_str(), pcap_geterr(in));
+                        rc = 1;
+                    }
+                    done = true;
+                    break;
+                }
+                ++index;
+                if (h->caplen > max_frame) {
+                    std::fprintf(stderr, "dscpgw replay: frame %" PRIu64 " (%u bytes) exceeds the buffer size, skipped\n",
+                                 index, h->caplen);
+                    ++skipped;
+                    continue;
+                }
+                rte_mbuf* m = rte_pktmbuf_alloc(pool);
+                if (m == nullptr) {
+                    std::fprintf(stderr, "dscpgw replay: mbuf pool exhausted\n");
+                    return 1;
+                }
+                std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(h->caplen)), bytes, h->caplen);
+                hdrs[n] = *h;
+                idxs[n] = index;
+                burst[n++] = m;
+            }
+            if (n == 0) continue;
+            struct Tx {
+                uint16_t port;
+                rte_mbuf* m;
+                timeval ts;
+            };
+            std::vector<Tx> tx;
+            // The observer runs for every packet, in order, before the sink may take it; its
+            // running position tells the sink which input frame it got.
+            uint16_t seen = 0;
+            process_burst(
+                *snap, static_cast<uint16_t>(rx_port), burst, n, *stats,
+                [&](uint16_t port, rte_mbuf* m) { tx.push_back({port, m, hdrs[seen - 1].ts}); },
+                [&](const rte_mbuf*, const Verdict& v) {
+                    ++seen;
+                    if (o.trace) print_trace(idxs[seen - 1], *snap, v);
+                });
+            for (const Tx& t : tx) {
+                pcap_pkthdr ph{};
+                ph.ts = t.ts;
+                ph.caplen = ph.len = t.m->pkt_len;
+                pcap_dump(reinterpret_cast<u_char*>(out), &ph, rte_pktmbuf_mtod(t.m, const u_char*));
+                stats->tx_pkts[t.port].inc();
+                stats->tx_bytes[t.port].add(t.m->pkt_len);
+                rte_pktmbuf_free(t.m);
+            }
+        }
+        pcap_dump_close(out);
+        pcap_close(dead);
+        pcap_close(in);
+        std::printf("replayed %" PRIu64 " frames from %s as received on port %s%s\n", index - skipped,
+                    o.in.c_str(), cfg.ports[static_cast<size_t>(rx_port)].name.c_str(),
+                    skipped ? " (some skipped, see above)" : "");
+        print_counters(stdout, *snap, {stats.get()});
+        rte_mempool_free(pool);
+    }
+    rte_eal_cleanup();
+    return rc;
+}
+
+}  // namespace dscpgw
