@@ -1,0 +1,717 @@
+#!/usr/bin/python3
+"""Golden tests: packets built with scapy go through the real `dscpgw replay` binary; its output is
+decoded by scapy (and tshark where noted), never by the code under test.
+
+Usage: test_replay.py [DSCPGW_BINARY]. Prints PASS/FAIL/SKIP per test and a summary line.
+"""
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+logging.getLogger("scapy").setLevel(logging.ERROR)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from scapy.all import IP, IPv6, UDP, TCP, Ether, Dot1Q, ARP, Raw, raw, rdpcap, wrpcap, VXLAN  # noqa
+from scapy.contrib.roce import BTH  # noqa
+import pktlib  # noqa
+from pktlib import roce, other, encap  # noqa
+
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+DSCPGW = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "dscpgw")
+GW = os.path.join(HERE, "gw.toml")
+CAPTURES = os.environ.get("DSCPGW_CAPTURES", os.path.join(ROOT, "..", "shared", "captures"))
+TMP = tempfile.mkdtemp(prefix="dscpgw-golden-")
+
+TESTS = []
+
+
+class Skip(Exception):
+    pass
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+class Result:
+    def __init__(self, outs, stdout, stderr, rc):
+        self.outs, self.stdout, self.stderr, self.rc = outs, stdout, stderr, rc
+        self.counters = parse_counters(stdout)
+        self.trace = {}
+        for line in stdout.splitlines():
+            m = re.match(r"^(\d+) class=(\S+) dscp=(\S+) tunnel=(\S+) (.*)$", line)
+            if m:
+                self.trace[int(m.group(1))] = m.groups()[1:]
+
+    def c(self, key):
+        return self.counters.get(key, 0)
+
+    def verdict(self, i):
+        """'drop=<reason>' or 'encap'/'decap' for input frame i (1-based)."""
+        rest = self.trace[i][3]
+        return rest.split()[0]
+
+
+def parse_counters(out):
+    c, section = {}, None
+    for line in out.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            section = line[:-1]
+            continue
+        if line.startswith("dscp_rewrites:"):
+            c["dscp_rewrites"] = int(line.split()[1])
+            continue
+        if not line.startswith("  "):
+            continue
+        f = line.split()
+        if section == "drops":
+            c["drop." + f[0]] = int(f[1])
+        elif section == "classes":
+            name = " ".join(f[:-4])
+            c["class." + name] = int(f[-4])
+        elif section == "tunnels":
+            m = re.match(r"\s+(\S+)\s+encap (\d+) pkts (\d+) bytes, decap (\d+) pkts (\d+) bytes, "
+                         r"outer_dscp_remarked (\d+), ecn_ce_marked (\d+)", line)
+            n = m.group(1)
+            c[f"tunnel.{n}.encap"], c[f"tunnel.{n}.decap"] = int(m.group(2)), int(m.group(4))
+            c[f"tunnel.{n}.remarked"], c[f"tunnel.{n}.ce"] = int(m.group(6)), int(m.group(7))
+        elif section == "ports":
+            m = re.match(r"\s+(\S+)\s+rx (\d+) pkts \d+ bytes, tx (\d+) pkts", line)
+            c[f"port.{m.group(1)}.rx"], c[f"port.{m.group(1)}.tx"] = int(m.group(2)), int(m.group(3))
+    return c
+
+
+_n = [0]
+
+
+def replay(pkts, port=None, cfg=GW, in_file=None):
+    _n[0] += 1
+    inp = in_file or os.path.join(TMP, f"in{_n[0]}.pcap")
+    out = os.path.join(TMP, f"out{_n[0]}.pcap")
+    if in_file is None:
+        wrpcap(inp, pkts, linktype=1)
+    cmd = [DSCPGW, "replay", "--config", cfg, "--in", inp, "--out", out, "--trace"]
+    if port:
+        cmd += ["--port", port]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError(f"dscpgw exited {p.returncode}: {p.stderr}{p.stdout}")
+    outs = [Ether(raw(x)) for x in rdpcap(out)] if os.path.getsize(out) > 24 else []
+    return Result(outs, p.stdout, p.stderr, p.returncode)
+
+
+def eq(a, b, what=""):
+    if a != b:
+        raise AssertionError(f"{what}: expected {b!r}, got {a!r}")
+
+
+def inner_of(outer):
+    """The inner Ethernet frame of a VXLAN or Geneve packet, parsed by scapy from raw bytes."""
+    udp = outer[UDP]
+    payload = raw(udp.payload)
+    if udp.dport == 4789:
+        return Ether(payload[8:])
+    optlen = (payload[0] & 0x3F) * 4
+    return Ether(payload[8 + optlen:])
+
+
+def outer_tos(p):
+    return p[IP].tos if IP in p and p.type == 0x0800 else p[IPv6].tc
+
+
+def inner_tos(p):
+    return p[IP].tos if IP in p else p[IPv6].tc
+
+
+# ---------------------------------------------------------------------------------------------
+# Inner -> outer
+
+
+@test
+def encap_roce_v4_geneve_marks_and_inherits():
+    pkt = roce("10.10.0.5", "10.20.0.9", opcode=0x0A, tos=0x02, payload=1024)
+    r = replay([pkt])
+    eq(len(r.outs), 1, "frames out")
+    o = r.outs[0]
+    eq(o.src, "02:00:00:00:00:01", "outer source MAC")
+    eq(o.dst, "02:00:00:00:00:fe", "outer destination MAC")
+    eq(o[IP].src, "198.18.0.1", "outer src")
+    eq(o[IP].dst, "198.18.7.7", "outer dst")
+    eq(o[IP].tos, 26 << 2 | 2, "outer TOS: inherited DSCP 26 and ECT(0)")
+    eq(o[IP].flags.DF, True, "outer DF")
+    eq(o[IP].ttl, 64, "outer TTL")
+    assert pktlib.ipv4_csum_ok(o[IP]), "outer IPv4 checksum"
+    eq(o[UDP].dport, 6081, "Geneve port")
+    eq(o[UDP].chksum, 0, "outer UDP checksum over IPv4")
+    assert 49152 <= o[UDP].sport <= 65535, "source port range"
+    eq(o[UDP].len, len(raw(o[UDP])), "outer UDP length")
+    eq(o[IP].len, len(raw(o[IP])), "outer IP total length")
+    g = raw(o[UDP].payload)[:8]
+    eq(g[0] >> 6, 0, "Geneve version")
+    eq(g[0] & 0x3F, 0, "Geneve option length")
+    eq(g[1], 0, "Geneve flags")
+    eq(int.from_bytes(g[2:4], "big"), 0x6558, "Geneve protocol")
+    eq(int.from_bytes(g[4:7], "big"), 100, "VNI")
+    i = inner_of(o)
+    eq(i[IP].tos, 26 << 2 | 2, "inner TOS")
+    assert pktlib.ipv4_csum_ok(i[IP]), "inner IPv4 checksum"
+    assert pktlib.icrc_ok(i), "ICRC still valid"
+    # Everything but TOS and checksum is untouched.
+    a, b = bytearray(raw(i)), bytearray(raw(pkt))
+    for buf in (a, b):
+        buf[15] = 0
+        buf[24:26] = b"\0\0"
+    eq(bytes(a), bytes(b), "inner frame otherwise unchanged")
+    eq(r.c("class.roce-data"), 1, "class counter")
+    eq(r.c("tunnel.geneve4.encap"), 1, "encap counter")
+    eq(r.c("dscp_rewrites"), 1, "rewrites")
+
+
+@test
+def encap_cnp_gets_dscp_48():
+    r = replay([roce("10.10.0.5", "10.20.0.9", opcode=0x81, tos=0x01)])
+    o = r.outs[0]
+    eq(o[IP].tos, 48 << 2 | 1, "outer DSCP 48 with ECT(1)")
+    i = inner_of(o)
+    eq(i[IP].tos, 48 << 2 | 1, "inner DSCP 48, ECN untouched")
+    eq(i[BTH].opcode, 0x81, "still a CNP")
+    assert pktlib.icrc_ok(i), "CNP ICRC"
+    eq(r.c("class.roce-cnp"), 1, "cnp class")
+
+
+@test
+def encap_ce_copied_to_outer():
+    o = replay([roce("10.10.0.5", "10.20.0.9", tos=0x03)]).outs[0]
+    eq(o[IP].tos & 3, 3, "outer CE (RFC 6040 normal mode copies CE)")
+    eq(inner_of(o)[IP].tos, 26 << 2 | 3, "inner keeps CE")
+
+
+@test
+def encap_vlan_tag_removed():
+    pkt = roce("10.10.0.6", "10.20.1.1", tos=0x02, payload=100, vlan=10)
+    o = replay([pkt]).outs[0]
+    i = inner_of(o)
+    assert Dot1Q not in i, "inner VLAN tag must be stripped"
+    eq(i.type, 0x0800, "inner EtherType")
+    eq(i.src, pkt.src, "inner source MAC kept")
+    eq(i.dst, pkt.dst, "inner destination MAC kept")
+    assert pktlib.icrc_ok(i), "ICRC"
+    eq(o[IP].len, 20 + 8 + 8 + 14 + pkt[IP].len, "outer length counts the untagged frame")
+
+
+@test
+def encap_ipv6_inner_over_ipv4():
+    pkt = roce("fd00:10::5", "fd00:20::9", opcode=0x0A, tos=0x02, payload=700)
+    o = replay([pkt]).outs[0]
+    eq(o[IP].tos, 26 << 2 | 2, "outer TOS from the IPv6 traffic class")
+    i = inner_of(o)
+    eq(i[IPv6].tc, 26 << 2 | 2, "inner traffic class")
+    eq(i[IPv6].fl, pkt[IPv6].fl, "flow label kept")
+    assert pktlib.udp6_csum_ok(i[IPv6]), "inner UDP checksum (TC is not in the pseudo-header)"
+    assert pktlib.icrc_ok(i), "IPv6 ICRC"
+
+
+@test
+def encap_vxlan_over_ipv6():
+    pkt = roce("10.10.0.7", "10.30.0.1", opcode=0x11, tos=0x02, payload=4)
+    o = replay([pkt]).outs[0]
+    eq(o.type, 0x86DD, "outer IPv6")
+    eq(o[IPv6].src, "2001:db8:18::1", "outer src")
+    eq(o[IPv6].dst, "2001:db8:18::99", "outer dst")
+    eq(o[IPv6].tc, 26 << 2 | 2, "outer traffic class")
+    eq(o[IPv6].hlim, 17, "hop limit from ttl")
+    assert o[IPv6].fl != 0, "flow label carries entropy"
+    eq(o[UDP].dport, 4789, "VXLAN port")
+    assert o[UDP].chksum != 0, "UDP checksum present over IPv6"
+    assert pktlib.udp6_csum_ok(o[IPv6]), "outer UDP checksum valid"
+    v = raw(o[UDP].payload)[:8]
+    eq(v[0], 0x08, "VXLAN I flag")
+    eq(int.from_bytes(v[4:7], "big"), 200, "VNI")
+    assert pktlib.icrc_ok(inner_of(o)), "ICRC"
+
+
+@test
+def encap_fixed_outer_dscp_and_ecn_off():
+    o = replay([roce("10.10.0.5", "10.40.0.1", tos=0x02)]).outs[0]
+    eq(o[IP].tos, 34 << 2, "outer DSCP 34, Not-ECT")
+    eq(inner_of(o)[IP].tos, 26 << 2 | 2, "inner marked, ECN kept")
+
+
+@test
+def encap_source_port_per_flow():
+    pkts = [roce("10.10.0.5", "10.20.0.9", sport=49152 + f) for f in range(64) for _ in range(2)]
+    r = replay(pkts)
+    ports = [o[UDP].sport for o in r.outs]
+    eq(len(ports), 128, "frames out")
+    for f in range(64):
+        eq(ports[2 * f], ports[2 * f + 1], f"same flow {f}, same source port")
+    distinct = len(set(ports))
+    assert distinct >= 48, f"64 flows spread over only {distinct} source ports"
+    assert all(49152 <= p <= 65535 for p in ports), "range"
+
+
+@test
+def encap_longest_prefix_wins():
+    r = replay([roce("10.10.0.5", "10.20.7.1"), roce("10.10.0.5", "10.20.8.1")])
+    eq(int.from_bytes(raw(r.outs[0][UDP].payload)[4:7], "big"), 600, "10.20.7.0/24 -> tunnel longer")
+    eq(int.from_bytes(raw(r.outs[1][UDP].payload)[4:7], "big"), 100, "10.20.0.0/16 -> geneve4")
+
+
+@test
+def encap_drops_are_named_and_counted():
+    big = roce("10.10.0.5", "10.60.0.1", payload=1480)  # 1532-byte IP packet, 1582 encapsulated > 1550
+    fits = roce("10.10.0.5", "10.60.0.1", payload=1400)
+    arp = Ether(src=pktlib.HOST_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="10.10.0.1")
+    trunc = Ether(raw(roce("10.10.0.5", "10.20.0.9"))[:30])
+    badver = bytearray(raw(roce("10.10.0.5", "10.20.0.9")))
+    badver[14] = 0x55
+    longlen = bytearray(raw(other("10.10.0.5", "10.20.0.9")))
+    longlen[16:18] = (1400).to_bytes(2, "big")
+    short_bth = Ether(raw(Ether(src=pktlib.HOST_MAC, dst=pktlib.LAN_MAC) / IP(src="10.10.0.5", dst="10.20.0.9") /
+                          UDP(sport=1, dport=4791) / Raw(b"\x81\x00")))
+    pkts = [big, fits, arp, other("10.10.0.5", "192.0.2.77"), trunc, Ether(bytes(badver)),
+            Ether(bytes(longlen)), short_bth, Raw(b"\x01\x02\x03")]
+    r = replay(pkts)
+    eq([r.verdict(i) for i in range(1, 10)],
+       ["drop=too_big", "encap", "drop=not_ip", "drop=no_route", "drop=truncated", "drop=bad_ip_header",
+        "drop=truncated", "drop=truncated", "drop=truncated"], "verdicts")
+    eq(r.c("drop.too_big"), 1, "too_big")
+    eq(r.c("drop.not_ip"), 1, "not_ip")
+    eq(r.c("drop.no_route"), 1, "no_route")
+    eq(r.c("drop.truncated"), 4, "truncated")
+    eq(r.c("drop.bad_ip_header"), 1, "bad_ip_header")
+    eq(len(r.outs), 1, "one frame out")
+    eq(r.outs[0][Ether].src, "02:00:00:00:00:03", "default MAC of port 3 in replay")
+
+
+@test
+def classes_match_keys_and_order():
+    pkts = [
+        other("10.10.5.9", "10.20.0.9", tos=10 << 2 | 1),  # bulk-from-storage -> 8, ECN kept
+        other("10.10.6.9", "10.20.0.9", tos=10 << 2),  # wrong source: no class
+        other("10.10.5.9", "10.20.0.9", tos=14 << 2),  # wrong DSCP: no class
+        other("10.10.5.9", "10.20.0.9", tos=12 << 2, proto="udp"),  # wrong protocol
+        other("10.10.0.1", "10.20.0.9", tos=46 << 2 | 2),  # keep-ef: preserve
+        other("fd00:10:5::1", "fd00:20::1", tos=12 << 2),  # IPv6 source prefix
+    ]
+    r = replay(pkts)
+    eq([r.trace[i][0] for i in range(1, 7)],
+       ["bulk-from-storage", "(none)", "(none)", "(none)", "keep-ef", "bulk-from-storage"], "classes")
+    toss = [inner_tos(inner_of(o)) for o in r.outs]
+    eq(toss, [8 << 2 | 1, 10 << 2, 14 << 2, 12 << 2, 46 << 2 | 2, 8 << 2], "TOS after marking")
+    for o in r.outs[:5]:
+        assert pktlib.ipv4_csum_ok(inner_of(o)[IP]), "inner checksum"
+    eq(r.c("dscp_rewrites"), 2, "only changed DSCPs count as rewrites")
+
+
+@test
+def marking_with_ipv4_options_and_checksum_wrap():
+    pkts = []
+    for ident in range(0, 65536, 257):  # sweep the checksum through its whole range
+        p = Ether(src=pktlib.HOST_MAC, dst=pktlib.LAN_MAC) / IP(
+            src="10.10.0.5", dst="10.20.0.9", id=ident, tos=0x02,
+            options=[b"\x94\x04\x00\x00"]) / UDP(sport=1000, dport=4791) / BTH(opcode=4) / Raw(b"x" * 8)
+        pkts.append(Ether(raw(p)))
+    r = replay(pkts)
+    eq(len(r.outs), len(pkts), "all out")
+    for o in r.outs:
+        i = inner_of(o)[IP]
+        eq(i.ihl, 6, "options kept")
+        eq(i.tos, 26 << 2 | 2, "marked")
+        assert pktlib.ipv4_csum_ok(i), f"checksum id={i.id}"
+
+
+@test
+def sample_roce_capture_classified_by_port_not_dissector():
+    path = os.path.join(CAPTURES, "roce", "oferby-proxy_roce.pcap")
+    if not os.path.exists(path):
+        raise Skip(f"{path} missing")
+    cfg = os.path.join(TMP, "oferby.toml")
+    with open(GW) as f:
+        text = f.read()
+    with open(cfg, "w") as f:
+        f.write(text.replace('routes = ["10.20.0.0/16", "fd00:20::/48"]',
+                             'routes = ["10.20.0.0/16", "fd00:20::/48", "192.168.70.0/24"]'))
+    r = replay(None, cfg=cfg, in_file=path)
+    eq(r.c("class.roce-data"), 105, "all 105 RoCEv2 frames (37 with source port 69) are roce-data")
+    eq(r.c("drop.not_ip"), 4, "ARP")
+    roce_out = [o for o in r.outs if UDP in inner_of(o) and inner_of(o)[UDP].dport == 4791]
+    eq(len(roce_out), 105, "RoCE frames encapsulated")
+    for o in roce_out:
+        eq(o[IP].tos, 26 << 2 | 2, "outer DSCP 26 + the capture's ECT(0)")
+        assert pktlib.icrc_ok(inner_of(o)), "ICRC of real RoCE frames survives marking"
+
+
+# ---------------------------------------------------------------------------------------------
+# Outer -> inner
+
+def vxlan6(inner, **kw):
+    return encap(inner, "vxlan", "2001:db8:18::99", "2001:db8:18::1", 200, **kw)
+
+
+def gen4(inner, **kw):
+    return encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, **kw)
+
+
+@test
+def decap_geneve_restores_inner_frame():
+    inner = roce("10.20.0.9", "10.10.0.5", opcode=0x0A, tos=26 << 2 | 2, payload=512)
+    r = replay([gen4(inner, tos=26 << 2 | 2)], port="wan")
+    eq(len(r.outs), 1, "one frame")
+    eq(raw(r.outs[0]), raw(inner), "inner frame byte for byte")
+    eq(r.c("tunnel.geneve4.decap"), 1, "decap counter")
+    eq(r.c("tunnel.geneve4.remarked"), 0, "DSCP intact in transit")
+
+
+@test
+def decap_vxlan_over_ipv6_with_options_free_inner():
+    inner = roce("fd00:30::9", "fd00:10::5", tos=26 << 2)
+    r = replay([vxlan6(inner, tos=26 << 2)], port="wan")
+    eq(raw(r.outs[0]), raw(inner), "inner frame")
+
+
+@test
+def decap_rfc6040_table():
+    # (outer ECN, inner ECN) -> inner ECN out, or None for drop (RFC 6040 section 4.2, figure 4).
+    table = {}
+    for inner_ecn in range(4):
+        for outer_ecn in range(4):
+            if outer_ecn == 3:
+                exp = None if inner_ecn == 0 else 3
+            elif outer_ecn == 1 and inner_ecn == 2:
+                exp = 1
+            else:
+                exp = inner_ecn
+            table[(outer_ecn, inner_ecn)] = exp
+    keys = sorted(table)
+    pkts = [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2 | i, psn=n), tos=26 << 2 | o)
+            for n, (o, i) in enumerate(keys)]
+    r = replay(pkts, port="wan")
+    outs = iter(r.outs)
+    for n, k in enumerate(keys):
+        exp = table[k]
+        if exp is None:
+            eq(r.verdict(n + 1), "drop=ecn_ce_on_not_ect", f"outer {k[0]} inner {k[1]}")
+            continue
+        o = next(outs)
+        eq(o[IP].tos, 26 << 2 | exp, f"outer ECN {k[0]} inner ECN {k[1]}")
+        assert pktlib.ipv4_csum_ok(o[IP]), "inner checksum after ECN change"
+        assert pktlib.icrc_ok(o), "ICRC after ECN change"
+    eq(r.c("drop.ecn_ce_on_not_ect"), 1, "CE on Not-ECT dropped")
+    eq(r.c("tunnel.geneve4.ce"), 2, "ECT(0)/ECT(1) turned CE")
+
+
+@test
+def decap_detects_bleached_dscp():
+    pkts = [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2), tos=0),  # bleached by the cloud
+            gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2), tos=26 << 2),
+            gen4(roce("10.20.0.9", "10.10.0.5", tos=48 << 2), tos=10 << 2),  # re-marked
+            encap(roce("10.40.0.9", "10.10.0.5", tos=26 << 2), "vxlan", "198.18.7.8", "198.18.0.1", 300,
+                  tos=34 << 2),  # fixed tunnel: 34 expected
+            encap(roce("10.40.0.9", "10.10.0.5", tos=26 << 2), "vxlan", "198.18.7.8", "198.18.0.1", 300,
+                  tos=26 << 2)]
+    r = replay(pkts, port="wan")
+    eq(r.c("tunnel.geneve4.remarked"), 2, "geneve4 bleached/re-marked")
+    eq(r.c("tunnel.fixed.remarked"), 1, "fixed tunnel: only the 26 differs from its 34")
+    eq(r.trace[1][3].split()[-1], "outer_dscp_remarked", "trace flags it")
+    eq(r.outs[0][IP].tos, 26 << 2, "preserve keeps the inner DSCP")
+    eq(r.outs[3][IP].tos, 34 << 2, "copy-outer takes the outer DSCP")
+    assert pktlib.ipv4_csum_ok(r.outs[3][IP]), "checksum after copy-outer"
+
+
+@test
+def decap_inner_dscp_set():
+    inner = roce("10.50.0.9", "10.10.0.5", tos=26 << 2 | 2)
+    r = replay([encap(inner, "geneve", "2001:db8:18::77", "2001:db8:18::1", 400, tos=26 << 2 | 2)],
+               port="wan")
+    eq(r.outs[0][IP].tos, 10 << 2 | 2, "inner DSCP set to 10, ECN kept")
+    assert pktlib.icrc_ok(r.outs[0]), "ICRC"
+
+
+@test
+def decap_drops_are_named_and_counted():
+    inner = roce("10.20.0.9", "10.10.0.5", tos=26 << 2)
+    crit_opt = bytes([0x01, 0x02, 0x80, 0x01]) + b"\0\0\0\0"  # class 0x0102 type 0x80 (critical)
+    ok_opt = bytes([0x01, 0x02, 0x01, 0x01]) + b"\0\0\0\0"
+    frag = gen4(inner)
+    frag[IP].flags = "MF"
+    frag = Ether(raw(frag))
+    cases = [
+        (gen4(inner), "decap"),
+        (encap(inner, "geneve", "198.18.7.99", "198.18.0.1", 100), "drop=unknown_remote"),
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 999), "drop=unknown_vni"),
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.42", 100), "drop=not_local"),
+        (Ether(raw(Ether() / IP(src="198.18.7.7", dst="198.18.0.1") / UDP(dport=53) / Raw(b"q" * 20))),
+         "drop=not_tunnel"),
+        (Ether(raw(Ether() / IP(src="198.18.7.7", dst="198.18.0.1") / TCP(dport=6081))), "drop=not_tunnel"),
+        (Ether(src="02:00:00:00:00:fe", dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="198.18.0.1"), "drop=not_tunnel"),
+        (encap(inner, "vxlan", "198.18.7.8", "198.18.0.1", 300, vxlan_flags=0x00), "drop=bad_tunnel_header"),
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, options=crit_opt), "drop=bad_tunnel_header"),
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, options=crit_opt, gflags=0x40),
+         "drop=bad_tunnel_header"),
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, options=ok_opt), "decap"),
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, gflags=0x80), "drop=bad_tunnel_header"),
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, gproto=0x0800), "drop=unsupported_payload"),
+        (frag, "drop=outer_fragment"),
+        (encap(Raw(b"\x01" * 10), "geneve", "198.18.7.7", "198.18.0.1", 100), "drop=bad_inner_frame"),
+        (encap(Raw(raw(inner)[:40]), "geneve", "198.18.7.7", "198.18.0.1", 100), "drop=bad_inner_frame"),
+    ]
+    # Geneve version 1 and an option length running past the packet need hand-made bytes.
+    v1 = bytearray(raw(gen4(inner)))
+    v1[42] = 0x40
+    cases.append((Ether(bytes(v1)), "drop=bad_tunnel_header"))
+    longopt = bytearray(raw(gen4(inner)))
+    longopt[42] = 0x3F
+    cases.append((Ether(bytes(longopt)), "drop=bad_tunnel_header"))
+    # A UDP length larger than the IP packet.
+    badudp = bytearray(raw(gen4(inner)))
+    badudp[38:40] = (4000).to_bytes(2, "big")
+    cases.append((Ether(bytes(badudp)), "drop=truncated"))
+    r = replay([c[0] for c in cases], port="wan")
+    eq([r.verdict(i + 1) for i in range(len(cases))], [c[1] for c in cases], "verdicts")
+    eq(len(r.outs), 2, "only the two valid frames leave")
+    eq(raw(r.outs[1]), raw(inner), "non-critical option skipped, frame intact")
+    eq(r.c("drop.bad_tunnel_header"), 6, "bad_tunnel_header count")
+
+
+@test
+def decap_inner_too_big():
+    inner = roce("10.20.0.9", "10.10.0.5", payload=1600)
+    r = replay([gen4(inner)], port="wan")
+    eq(r.verdict(1), "drop=too_big", "inner 1.6k packet cannot leave the 1500-MTU lan port")
+
+
+@test
+def decap_real_geneve_capture():
+    path = os.path.join(CAPTURES, "geneve", "tcpdump_geneve.pcap")
+    if not os.path.exists(path):
+        raise Skip(f"{path} missing")
+    cfg = os.path.join(TMP, "tcpdump-geneve.toml")
+    base = """
+[[ports]]
+name = "lan"
+role = "inner"
+device = "net_null0"
+[[ports]]
+name = "wan"
+role = "outer"
+device = "net_null1"
+ipv4 = "{local}"
+mtu = 1600
+[[tunnels]]
+name = "t"
+type = "geneve"
+vni = {vni}
+remote = "{remote}"
+next_hop_mac = "02:00:00:00:00:fe"
+"""
+    with open(cfg, "w") as f:
+        f.write(base.format(local="20.0.0.1", remote="20.0.0.2", vni=0xB))
+    r = replay(None, port="wan", cfg=cfg, in_file=path)
+    eq(r.c("tunnel.t.decap"), 20, "VNI 0xb frames without options decapsulated")
+    eq(r.c("drop.not_local"), 19, "the other direction is not for this VTEP")
+    eq(r.c("tunnel.t.remarked"), 3, "inner DSCP 4 under outer DSCP 0: the sender did not inherit")
+    orig = [p for p in rdpcap(path)]
+    expect = [raw(inner_of(Ether(raw(p)))) for p in orig if Ether(raw(p))[IP].dst == "20.0.0.1"]
+    eq([raw(o) for o in r.outs], expect, "inner frames byte for byte")
+    with open(cfg, "w") as f:
+        f.write(base.format(local="20.0.0.2", remote="20.0.0.1", vni=0xA))
+    r = replay(None, port="wan", cfg=cfg, in_file=path)
+    eq(r.c("drop.bad_tunnel_header"), 19, "critical option (C flag) frames refused")
+
+
+@test
+def decap_real_vxlan_capture():
+    path = os.path.join(CAPTURES, "vxlan", "tcpdump_vxlan.pcap")
+    if not os.path.exists(path):
+        raise Skip(f"{path} missing")
+    cfg = os.path.join(TMP, "tcpdump-vxlan.toml")
+    with open(cfg, "w") as f:
+        f.write("""
+[[ports]]
+name = "lan"
+role = "inner"
+device = "net_null0"
+[[ports]]
+name = "wan"
+role = "outer"
+device = "net_null1"
+ipv4 = "192.168.203.1"
+mtu = 1600
+[[tunnels]]
+name = "t"
+type = "vxlan"
+vni = 100
+remote = "192.168.202.1"
+next_hop_mac = "02:00:00:00:00:fe"
+""")
+    r = replay(None, port="wan", cfg=cfg, in_file=path)
+    eq(r.c("tunnel.t.decap"), 5, "frames towards 192.168.203.1")
+    eq(r.c("drop.not_local"), 5, "the reverse direction")
+
+
+# ---------------------------------------------------------------------------------------------
+# Round trip and independent decoders
+
+
+@test
+def roundtrip_encap_then_decap():
+    pkts = [roce("10.10.0.5", "10.20.0.9", tos=2, payload=300, psn=n) for n in range(5)] + \
+           [roce("fd00:10::5", "fd00:30::1", tos=1, payload=64), roce("10.10.0.5", "10.50.0.1", tos=0)]
+    r1 = replay(pkts)
+    eq(len(r1.outs), 7, "encapsulated")
+    # Mirror the outer headers as if the peer bounced the packets back to us.
+    back = []
+    for o in r1.outs:
+        o = o.copy()
+        if IP in o and o.type == 0x0800:
+            o[IP].src, o[IP].dst = o[IP].dst, o[IP].src
+            o[IP].chksum = None
+        else:
+            o[IPv6].src, o[IPv6].dst = o[IPv6].dst, o[IPv6].src
+            o[UDP].chksum = None
+        back.append(Ether(raw(o)))
+    r2 = replay(back, port="wan")
+    eq(len(r2.outs), 7, "decapsulated")
+    for a, b in zip(r2.outs[:6], r1.outs[:6]):
+        eq(raw(a), raw(inner_of(b)), "inner frame survives the round trip")
+    eq(r2.outs[6][IP].tos >> 2, 10, "geneve6set sets DSCP 10 on decap")
+    eq(r2.c("tunnel.geneve4.remarked"), 0, "nothing bleached")
+
+
+@test
+def tshark_decodes_output():
+    if shutil.which("tshark") is None:
+        raise Skip("tshark not installed")
+    pkts = [roce("10.10.0.5", "10.20.0.9", tos=2), roce("10.10.0.5", "10.20.0.9", opcode=0x81),
+            roce("10.10.0.7", "10.30.0.1", tos=2)]
+    inp, out = os.path.join(TMP, "ts-in.pcap"), os.path.join(TMP, "ts-out.pcap")
+    wrpcap(inp, pkts)
+    subprocess.run([DSCPGW, "replay", "--config", GW, "--in", inp, "--out", out], check=True,
+                   capture_output=True)
+    p = subprocess.run(["tshark", "-r", out, "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
+                        "-T", "fields", "-E", "separator=|", "-e", "frame.protocols", "-e", "geneve.vni",
+                        "-e", "vxlan.vni", "-e", "ip.dsfield.dscp", "-e", "ipv6.tclass.dscp",
+                        "-e", "ip.checksum.status", "-e", "udp.checksum.status", "-e", "infiniband.bth.opcode",
+                        "-e", "geneve.proto_type", "-e", "geneve.version"],
+                       capture_output=True, text=True, check=True)
+    lines = p.stdout.strip().splitlines()
+    eq(len(lines), 3, "tshark frames")
+    f0 = lines[0].split("|")
+    assert f0[0].startswith("eth:ethertype:ip:udp:geneve:eth:ethertype:ip:udp:infiniband"), f0[0]
+    eq(int(f0[1], 0), 100, "Geneve VNI per tshark")
+    eq(f0[3], "26,26", "outer and inner DSCP per tshark")
+    eq(f0[5], "1,1", "both IPv4 checksums good per tshark (1 = good)")
+    eq(f0[6], "3,1", "outer UDP checksum absent (3), inner good (1)")
+    eq(f0[8], "0x6558", "Geneve protocol type")
+    eq(f0[9], "0", "Geneve version")
+    eq(lines[1].split("|")[3], "48,48", "CNP DSCP per tshark")
+    eq(lines[1].split("|")[7], "129", "CNP opcode per tshark")
+    eq(lines[1].split("|")[5], "1,1", "CNP IPv4 checksums good per tshark")
+    f2 = lines[2].split("|")
+    assert "vxlan" in f2[0], f2[0]
+    eq(f2[2], "200", "VXLAN VNI per tshark")
+    eq(f2[4], "26", "outer IPv6 DSCP per tshark")
+    eq(f2[6], "1,1", "outer IPv6 UDP checksum and inner UDP checksum good per tshark")
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line and config errors
+
+
+def run(args):
+    return subprocess.run([DSCPGW] + args, capture_output=True, text=True, timeout=60)
+
+
+@test
+def bad_configs_rejected_with_key_and_position():
+    cases = {
+        "unknown key": ('[[ports]]\nname="a"\nrole="inner"\ndevice="x"\nspeed=1\n', r":5:\d+: ports\[0\]\.speed: unknown key"),
+        "wrong type": ('[[ports]]\nname="a"\nrole="inner"\ndevice="x"\nmtu="big"\n', r":5:5: ports\[0\]\.mtu: expected an integer"),
+        "range": ('[[ports]]\nname="a"\nrole="inner"\ndevice="x"\nmtu=99999\n', r":5:5: ports\[0\]\.mtu: 99999 is out of range"),
+        "dup name": ('[[ports]]\nname="a"\nrole="inner"\ndevice="x"\n[[ports]]\nname="a"\nrole="inner"\ndevice="y"\n',
+                     r":6:6: ports\[1\]\.name: duplicate port name"),
+        "syntax": ('[[ports]\n', r":1:\d+: TOML syntax error"),
+        "dscp range": ('[[ports]]\nname="a"\nrole="inner"\ndevice="x"\n[[classes]]\nname="c"\ndscp=64\n',
+                       r":7:6: classes\[0\]\.dscp: 64 is out of range 0\.\.63"),
+    }
+    tunnel_base = ('[[ports]]\nname="lan"\nrole="inner"\ndevice="x"\nmtu=1500\n'
+                   '[[ports]]\nname="wan"\nrole="outer"\ndevice="y"\nipv4="198.18.0.1"\nmtu={mtu}\n'
+                   '[[tunnels]]\nname="t"\ntype="vxlan"\nvni=1\nremote="{remote}"\nnext_hop_mac="02:00:00:00:00:01"\n'
+                   'routes=["{route}"]\n')
+    cases["remote family"] = (tunnel_base.format(mtu=9000, remote="2001:db8::1", route="10.0.0.0/8"),
+                              r":16:8: tunnels\[0\]\.remote: remote is IPv6 but outer port \"wan\" has no ipv6")
+    cases["mtu fit"] = (tunnel_base.format(mtu=1500, remote="198.18.0.2", route="10.0.0.0/8"),
+                        r":12:1: tunnels\[0\]: outer port \"wan\" mtu 1500 cannot carry inner port \"lan\" mtu 1500 .* at least 1550")
+    cases["host bits"] = (tunnel_base.format(mtu=9000, remote="198.18.0.2", route="10.0.0.1/8"),
+                          r":18:9: tunnels\[0\]\.routes: \"10.0.0.1/8\" has host bits set")
+    cases["prefix length"] = (tunnel_base.format(mtu=9000, remote="198.18.0.2", route="10.0.0.0/33"),
+                              r"tunnels\[0\]\.routes: \"10.0.0.0/33\": prefix length must be 0\.\.32")
+    for name, (text, pattern) in cases.items():
+        path = os.path.join(TMP, "bad.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        for cmd in (["check", "--config", path],
+                    ["replay", "--config", path, "--in", "/dev/null", "--out", os.path.join(TMP, "x.pcap")]):
+            p = run(cmd)
+            eq(p.returncode, 2, f"{name}: {cmd[0]} exit code")
+            assert re.search(pattern, p.stderr), f"{name}: stderr {p.stderr!r} lacks /{pattern}/"
+
+
+@test
+def example_configs_are_valid():
+    for f in ("example.toml",):
+        p = run(["check", "--config", os.path.join(ROOT, "config", f)])
+        eq(p.returncode, 0, f"{f}: {p.stderr}")
+
+
+@test
+def unreadable_pcap_and_bad_arguments():
+    p = run(["replay", "--config", GW, "--in", "/nonexistent.pcap", "--out", os.path.join(TMP, "o.pcap")])
+    eq(p.returncode, 2, "missing pcap exit code")
+    assert "cannot read /nonexistent.pcap" in p.stderr, p.stderr
+    junk = os.path.join(TMP, "junk.pcap")
+    with open(junk, "wb") as f:
+        f.write(b"this is not a capture file at all")
+    p = run(["replay", "--config", GW, "--in", junk, "--out", os.path.join(TMP, "o.pcap")])
+    eq(p.returncode, 2, "junk pcap exit code")
+    p = run(["replay", "--config", GW, "--in", junk, "--out", os.path.join(TMP, "o.pcap"), "--port", "nope"])
+    eq(p.returncode, 2, "unknown port")
+    assert "--port nope: no such port" in p.stderr, p.stderr
+    eq(run(["frobnicate", "--config", GW]).returncode, 2, "unknown command")
+    eq(run(["check"]).returncode, 2, "missing --config")
+    eq(run(["check", "--config", "/nonexistent.toml"]).returncode, 2, "missing config file")
+
+
+def main():
+    passed = failed = skipped = 0
+    only = os.environ.get("GOLDEN_ONLY")
+    for t in TESTS:
+        if only and only not in t.__name__:
+            continue
+        try:
+            t()
+            print(f"PASS {t.__name__}")
+            passed += 1
+        except Skip as e:
+            print(f"SKIP {t.__name__}: {e}")
+            skipped += 1
+        except Exception as e:  # noqa: BLE001 - a test failing in any way is a failure
+            print(f"FAIL {t.__name__}: {e}")
+            traceback.print_exc(limit=3)
+            failed += 1
+    shutil.rmtree(TMP, ignore_errors=True)
+    print(f"golden: {passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
