@@ -1,0 +1,71 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "dataplane/wire.h"
+#include "tests/unit/builder.h"
+
+namespace dscpgw {
+namespace {
+
+using wire::csum_update16;
+
+struct CsumCase {
+    uint16_t hc, m, m_new, expect;
+    const char* what;
+};
+
+TEST(Checksum, Rfc1624Cases) {
+    const CsumCase cases[] = {
+        // RFC 1624 section 4: equation 2 gives 0xFFFF here, equation 3 the correct 0x0000.
+        {0xdd2f, 0x5555, 0x3285, 0x0000, "RFC 1624 example"},
+        {0x0000, 0x0000, 0x0000, 0x0000, "no change keeps 0x0000"},
+        {0xffff, 0x0000, 0x0001, 0xfffe, "0xFFFF (only from an all-zero header) decrements"},
+        {0x1234, 0x4500, 0x4500, 0x1234, "identity"},
+        {0x0001, 0x4500, 0x4568, 0xff98, "wrap below zero"},
+        {0xfffe, 0x45ff, 0x4500, 0x00fe, "wrap above 0xffff"},
+    };
+    for (const auto& c : cases) EXPECT_EQ(csum_update16(c.hc, c.m, c.m_new), c.expect) << c.what;
+}
+
+// Against a full recomputation over random headers and every TOS value.
+TEST(Checksum, IncrementalMatchesFullOverEveryTos) {
+    std::mt19937 rng(7);
+    for (int round = 0; round < 200; ++round) {
+        uint8_t h[20];
+        for (auto& b : h) b = static_cast<uint8_t>(rng());
+        h[0] = 0x45;
+        h[10] = h[11] = 0;
+        const uint16_t full = test::finish(test::sum16(h, 20));
+        h[10] = static_cast<uint8_t>(full >> 8);
+        h[11] = static_cast<uint8_t>(full);
+        for (int tos = 0; tos < 256; ++tos) {
+            uint8_t c[20];
+            std::copy(h, h + 20, c);
+            wire::set_ipv4_tos(c, static_cast<uint8_t>(tos));
+            EXPECT_EQ(test::finish(test::sum16(c, 20)), 0) << "round " << round << " tos " << tos;
+            EXPECT_EQ(c[1], tos);
+        }
+    }
+}
+
+TEST(Wire, Ipv6TrafficClassStraddlesBytes) {
+    uint8_t h[4] = {0x6a, 0xbc, 0xde, 0xf1};  // TC 0xab, flow 0xcdef1.
+    EXPECT_EQ(wire::ipv6_tclass(h), 0xab);
+    wire::set_ipv6_tclass(h, 0x68);
+    EXPECT_EQ(h[0], 0x66);
+    EXPECT_EQ(h[1], 0x8c);
+    EXPECT_EQ(h[2], 0xde);
+    EXPECT_EQ(h[3], 0xf1);
+}
+
+TEST(Wire, EntropyPortRange) {
+    EXPECT_EQ(entropy_port(0), 49152);
+    EXPECT_EQ(entropy_port(0xffffffff), 65535);
+    for (uint32_t h = 0; h < 100000; h += 7) {
+        EXPECT_GE(entropy_port(h), 49152);
+    }
+}
+
+}  // namespace
+}  // namespace dscpgw

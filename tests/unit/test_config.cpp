@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+
+namespace dscpgw {
+namespace {
+
+std::string error_of(const std::string& text) {
+    try {
+        parse_config(text, "t.toml");
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+constexpr const char* kPorts = R"([[ports]]
+name = "lan"
+role = "inner"
+device = "a"
+[[ports]]
+name = "wan"
+role = "outer"
+device = "b"
+ipv4 = "198.18.0.1"
+mtu = 9000
+)";
+
+TEST(Config, Defaults) {
+    const Config c = parse_config(std::string(kPorts) + R"([[tunnels]]
+name = "t"
+type = "geneve"
+vni = 5
+remote = "198.18.0.2"
+next_hop_mac = "02:00:00:00:00:01"
+[[classes]]
+name = "any"
+)", "t.toml");
+    ASSERT_EQ(c.tunnels.size(), 1u);
+    const TunnelConf& t = c.tunnels[0];
+    EXPECT_EQ(t.udp_port, 6081);
+    EXPECT_EQ(t.ttl, 64);
+    EXPECT_TRUE(t.ecn_rfc6040);
+    EXPECT_EQ(t.outer_dscp, kDscpInherit);
+    EXPECT_EQ(t.decap_dscp, kDscpPreserve);
+    EXPECT_EQ(t.outer_port, 1);
+    EXPECT_EQ(t.inner_port, 0);
+    EXPECT_EQ(c.ports[0].mtu, 1500u);
+    EXPECT_EQ(c.classes[0].set_dscp, kDscpPreserve);
+    ASSERT_EQ(c.ports[1].tunnel_udp_ports.size(), 1u);
+    EXPECT_EQ(c.ports[1].tunnel_udp_ports[0].type, TunnelType::geneve);
+}
+
+TEST(Config, ErrorsNameKeyAndPosition) {
+    const std::string tun = std::string(kPorts) + "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\n"
+                                                  "remote = \"198.18.0.2\"\nnext_hop_mac = \"02:00:00:00:00:01\"\n";
+    struct Case {
+        std::string text, expect;
+    } cases[] = {
+        {"[gateway]\nx = 1\n", "t.toml:1:1: gateway: unknown key"},
+        {std::string(kPorts) + "[[ports]]\nname = \"lan\"\nrole = \"inner\"\ndevice = \"c\"\n",
+         "t.toml:12:8: ports[2].name: duplicate port name \"lan\""},
+        {std::string(kPorts) + "[[ports]]\nname = \"x\"\nrole = \"outer\"\ndevice = \"b\"\nipv4 = \"198.18.0.9\"\n",
+         "ports[2].device: device \"b\" is used by another port"},
+        {std::string(kPorts) + "[[ports]]\nname = \"x\"\nrole = \"outer\"\ndevice = \"c\"\n",
+         "t.toml:11:1: ports[2]: an outer port needs a local VTEP address"},
+        {tun + "vni = 2\n", "TOML syntax error"},
+        {tun + "outer_dscp = \"keep\"\n", "tunnels[0].outer_dscp: \"keep\" is not valid; expected 0..63 or \"inherit\""},
+        {tun + "ecn = true\n", "tunnels[0].ecn: expected a string"},
+        {tun + "ttl = 0\n", "tunnels[0].ttl: 0 is out of range 1..255"},
+        {tun + "routes = [\"10.0.0.0/8\", 7]\n", "tunnels[0].routes[1]: expected a string"},
+        {tun + "routes = [\"10.0.0.0/8\"]\n[[tunnels]]\nname = \"u\"\ntype = \"vxlan\"\nvni = 2\nremote = \"198.18.0.3\"\n"
+               "next_hop_mac = \"02:00:00:00:00:01\"\nroutes = [\"10.0.0.0/8\"]\n",
+         "tunnels[1].routes: route 10.0.0.0/8 is already routed to tunnel \"t\""},
+        {tun + "[[tunnels]]\nname = \"u\"\ntype = \"geneve\"\nudp_dst_port = 4789\nvni = 2\nremote = \"198.18.0.3\"\n"
+               "next_hop_mac = \"02:00:00:00:00:01\"\n",
+         "tunnels[1].udp_dst_port: UDP port 4789 already carries VXLAN for tunnel \"t\""},
+        {tun + "[[tunnels]]\nname = \"u\"\ntype = \"vxlan\"\nvni = 1\nremote = \"198.18.0.2\"\n"
+               "next_hop_mac = \"02:00:00:00:00:01\"\n",
+         "tunnels[1]: same remote, VNI and UDP port as tunnel \"t\""},
+        {tun + "port = \"lan\"\n", "tunnels[0].port: \"lan\" is not an outer port"},
+        {std::string(kPorts) + "[[tunnels]]\nname = \"t\"\n", "tunnels[0].type: missing (required)"},
+        {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { bth_opcode = 129, udp_dst_port = 53 }\n",
+         "bth_opcode only exists on UDP port 4791"},
+        {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { dscp = [1, 99] }\n",
+         "classes[0].match.dscp[1]: 99 is out of range 0..63"},
+        {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { src = \"fd00::/129\" }\n",
+         "prefix length must be 0..128"},
+        {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { sport = 1 }\n", "classes[0].match.sport: unknown key"},
+        {"", "ports: missing: at least one [[ports]] is required"},
+    };
+    for (const auto& c : cases) {
+        const std::string err = error_of(c.text);
+        EXPECT_NE(err.find(c.expect), std::string::npos) << "expected \"" << c.expect << "\" in:\n" << err;
+    }
+}
+
+TEST(Config, AllProblemsReportedAtOnce) {
+    const std::string err = error_of("[[ports]]\nname = 1\nrole = \"middle\"\ndevice = \"a\"\nmtu = 5\n");
+    EXPECT_NE(err.find("ports[0].name: expected a string"), std::string::npos) << err;
+    EXPECT_NE(err.find("ports[0].role: \"middle\" is not valid"), std::string::npos) << err;
+    EXPECT_NE(err.find("ports[0].mtu: 5 is out of range"), std::string::npos) << err;
+}
+
+TEST(Config, PrefixAndMacParsing) {
+    std::string why;
+    auto p = parse_prefix("fd00:20::/48", why);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->family, 6);
+    EXPECT_EQ(p->len, 48);
+    EXPECT_EQ(format_prefix(*p), "fd00:20::/48");
+    EXPECT_FALSE(parse_prefix("10.0.0.0", why));
+    EXPECT_FALSE(parse_prefix("10.0.0.0/", why));
+    EXPECT_FALSE(parse_prefix("10.0.0.0/8x", why));
+    EXPECT_FALSE(parse_prefix("10.0.0.1/31", why));
+    EXPECT_TRUE(parse_prefix("0.0.0.0/0", why));
+    std::array<uint8_t, 6> m{};
+    EXPECT_TRUE(parse_mac("02:aB:00:00:00:fe", m));
+    EXPECT_EQ(format_mac(m), "02:ab:00:00:00:fe");
+    EXPECT_FALSE(parse_mac("02:ab:00:00:00", m));
+    EXPECT_FALSE(parse_mac("02-ab-00-00-00-fe", m));
+    EXPECT_FALSE(parse_mac("02:ab:00:00:00:fg", m));
+}
+
+TEST(Config, PrefixContains) {
+    std::string why;
+    auto p = *parse_prefix("10.20.128.0/17", why);
+    const uint8_t in[4] = {10, 20, 200, 1}, out[4] = {10, 20, 127, 1};
+    EXPECT_TRUE(p.contains(4, in));
+    EXPECT_FALSE(p.contains(4, out));
+    EXPECT_FALSE(p.contains(6, in));
+}
+
+}  // namespace
+}  // namespace dscpgw

@@ -1,0 +1,348 @@
+// Table-driven tests of the per-packet path: built input, expected verdict and expected bytes.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "config/config.h"
+#include "dataplane/burst.h"
+#include "dataplane/pipeline.h"
+#include "tests/unit/builder.h"
+
+namespace dscpgw {
+namespace {
+
+using test::Bytes;
+using test::PacketBuilder;
+
+constexpr const char* kConfig = R"(
+[[ports]]
+name = "lan"
+role = "inner"
+device = "net_null0"
+mtu = 1500
+
+[[ports]]
+name = "wan"
+role = "outer"
+device = "net_null1"
+ipv4 = "198.18.0.1"
+ipv6 = "2001:db8:18::1"
+mac = "02:00:00:00:00:01"
+mtu = 1600
+
+[[tunnels]]
+name = "g4"
+type = "geneve"
+vni = 100
+remote = "198.18.7.7"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.20.0.0/16", "fd00:20::/48"]
+
+[[tunnels]]
+name = "v6"
+type = "vxlan"
+vni = 200
+remote = "2001:db8:18::99"
+next_hop_mac = "02:00:00:00:00:fd"
+routes = ["10.30.0.0/16"]
+ttl = 9
+
+[[tunnels]]
+name = "fixed"
+type = "vxlan"
+vni = 300
+remote = "198.18.7.8"
+next_hop_mac = "02:00:00:00:00:fc"
+routes = ["10.40.0.0/16"]
+outer_dscp = 34
+ecn = "off"
+inner_dscp_on_decap = "copy-outer"
+
+[[classes]]
+name = "cnp"
+match = { udp_dst_port = 4791, bth_opcode = 0x81 }
+dscp = 48
+
+[[classes]]
+name = "data"
+match = { udp_dst_port = 4791 }
+dscp = 26
+)";
+
+constexpr uint16_t kLan = 0, kWan = 1;
+const std::array<uint8_t, 6> kWanMac{2, 0, 0, 0, 0, 1}, kNh4{2, 0, 0, 0, 0, 0xfe}, kNh6{2, 0, 0, 0, 0, 0xfd},
+    kNhFixed{2, 0, 0, 0, 0, 0xfc};
+
+class Pipeline : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        cfg_ = new Config(parse_config(kConfig, "unit.toml"));
+        snap_ = build_snapshot(*cfg_, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}).release();
+    }
+    static void TearDownTestSuite() {
+        delete snap_;
+        delete cfg_;
+    }
+
+    struct Out {
+        Verdict v;
+        Bytes bytes;
+    };
+    static Out run(uint16_t port, const Bytes& in, size_t headroom = 128) {
+        test::TestFrame t(in, headroom);
+        Out o;
+        o.v = process_packet(*snap_, port, t.frame);
+        if (o.v.drop == DropReason::none) o.bytes = t.bytes();
+        return o;
+    }
+
+    static inline Config* cfg_ = nullptr;
+    static inline Snapshot* snap_ = nullptr;
+};
+
+Bytes roce4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t opcode = 4, size_t payload = 32,
+            uint16_t sport = 49152, uint16_t vlan = 0) {
+    return PacketBuilder().eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, vlan).ipv4(src, dst, tos)
+        .udp(sport, 4791).bth(opcode).payload(payload).build();
+}
+
+Bytes roce6(const std::string& src, const std::string& dst, uint8_t tc, uint8_t opcode = 4) {
+    return PacketBuilder().eth().ipv6(src, dst, tc).udp(49152, 4791).bth(opcode).payload(32).build();
+}
+
+uint16_t sport_of(const Bytes& outer, size_t ip_len) { return static_cast<uint16_t>(outer[14 + ip_len] << 8 | outer[15 + ip_len]); }
+
+// The inner packet with its TOS set, checksum recomputed by the builder: what marking must produce.
+Bytes remark4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t opcode = 4, size_t payload = 32,
+              uint16_t sport = 49152) {
+    return roce4(src, dst, tos, opcode, payload, sport);
+}
+
+TEST_F(Pipeline, EncapGeneveIpv4ExactBytes) {
+    const Bytes in = roce4("10.10.0.5", "10.20.0.9", 0x02);
+    const Out o = run(kLan, in);
+    ASSERT_EQ(o.v.drop, DropReason::none);
+    EXPECT_EQ(o.v.out_port, kWan);
+    EXPECT_EQ(o.v.class_id, 1);
+    EXPECT_EQ(o.v.dscp_in, 0);
+    EXPECT_EQ(o.v.dscp_out, 26);
+    EXPECT_TRUE(o.v.dscp_rewritten);
+    const uint16_t sport = sport_of(o.bytes, 20);
+    EXPECT_GE(sport, 49152);
+    const Bytes inner = remark4("10.10.0.5", "10.20.0.9", 26 << 2 | 2);
+    const Bytes expect = PacketBuilder().eth(kNh4, kWanMac).ipv4("198.18.0.1", "198.18.7.7", 26 << 2 | 2, 17, 0x4000, 0, 64, 0)
+                             .udp(sport, 6081, false).geneve(100).raw(inner).build();
+    EXPECT_EQ(o.bytes, expect);
+}
+
+TEST_F(Pipeline, EncapVxlanIpv6ExactBytes) {
+    const Bytes in = roce4("10.10.0.5", "10.30.0.9", 0x01, 0x81);
+    const Out o = run(kLan, in);
+    ASSERT_EQ(o.v.drop, DropReason::none);
+    const uint16_t sport = sport_of(o.bytes, 40);
+    const uint32_t flow = (uint32_t{o.bytes[15]} & 0xf) << 16 | uint32_t{o.bytes[16]} << 8 | o.bytes[17];
+    const Bytes inner = remark4("10.10.0.5", "10.30.0.9", 48 << 2 | 1, 0x81);
+    const Bytes expect = PacketBuilder().eth(kNh6, kWanMac).ipv6("2001:db8:18::1", "2001:db8:18::99", 48 << 2 | 1, 17, 9, flow)
+                             .udp(sport, 4789, true).vxlan(200).raw(inner).build();
+    EXPECT_EQ(o.bytes, expect);
+    EXPECT_EQ(flow & 0x3fff, sport & 0x3fff) << "flow label and source port carry the same hash";
+}
+
+TEST_F(Pipeline, EncapIpv6InnerAndFixedOuterDscp) {
+    const Out o = run(kLan, roce6("fd00:10::1", "fd00:20::1", 46 << 2 | 3));
+    ASSERT_EQ(o.v.drop, DropReason::none);
+    EXPECT_EQ(o.bytes[15], 26 << 2 | 3) << "outer TOS inherits DSCP 26 and CE";
+    const Bytes inner(o.bytes.begin() + 50, o.bytes.end());
+    EXPECT_EQ(inner, PacketBuilder().eth().ipv6("fd00:10::1", "fd00:20::1", 26 << 2 | 3).udp(49152, 4791).bth(4).payload(32).build());
+
+    const Out f = run(kLan, roce4("10.10.0.5", "10.40.0.1", 0x02));
+    ASSERT_EQ(f.v.drop, DropReason::none);
+    EXPECT_EQ(f.bytes[15], 34 << 2) << "fixed outer DSCP 34, ecn off -> Not-ECT";
+    EXPECT_EQ(f.bytes[50 + 15], 26 << 2 | 2) << "inner still marked, ECN kept";
+}
+
+TEST_F(Pipeline, EncapStripsVlanAndPadding) {
+    Bytes in = roce4("10.10.0.5", "10.20.0.9", 0, 4, 0, 49152, 7);
+    const size_t ip_len = in.size() - 18;
+    in.resize(in.size() + 6, 0xee);  // Trailing Ethernet padding.
+    const Out o = run(kLan, in);
+    ASSERT_EQ(o.v.drop, DropReason::none);
+    EXPECT_EQ(o.bytes.size(), 50 + 14 + ip_len);
+    EXPECT_EQ(Bytes(o.bytes.begin() + 50, o.bytes.end()), remark4("10.10.0.5", "10.20.0.9", 26 << 2, 4, 0));
+}
+
+TEST_F(Pipeline, FlowHashStableAndSpread) {
+    std::set<uint16_t> ports;
+    for (uint16_t f = 0; f < 256; ++f) {
+        const Out a = run(kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 8, static_cast<uint16_t>(49152 + f)));
+        const Out b = run(kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 99, static_cast<uint16_t>(49152 + f)));
+        ASSERT_EQ(sport_of(a.bytes, 20), sport_of(b.bytes, 20)) << "flow " << f;
+        ports.insert(sport_of(a.bytes, 20));
+    }
+    EXPECT_GE(ports.size(), 240u) << "256 flows should hit nearly 256 distinct ports";
+}
+
+TEST_F(Pipeline, Rfc6040DecapTable) {
+    // Expected inner ECN for [outer][inner]; -1: drop (RFC 6040 section 4.2).
+    const int table[4][4] = {
+        {0, 1, 2, 3},   // Outer Not-ECT.
+        {0, 1, 1, 3},   // Outer ECT(1): ECT(0) inner becomes ECT(1).
+        {0, 1, 2, 3},   // Outer ECT(0).
+        {-1, 3, 3, 3},  // Outer CE.
+    };
+    for (uint8_t oe = 0; oe < 4; ++oe) {
+        for (uint8_t ie = 0; ie < 4; ++ie) {
+            const Bytes inner = roce4("10.20.0.9", "10.10.0.5", static_cast<uint8_t>(26 << 2 | ie));
+            const Bytes outer = PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", static_cast<uint8_t>(26 << 2 | oe))
+                                    .udp(50000, 6081, false).geneve(100).raw(inner).build();
+            const Out o = run(kWan, outer);
+            if (table[oe][ie] < 0) {
+                EXPECT_EQ(o.v.drop, DropReason::ecn_ce_on_not_ect);
+                continue;
+            }
+            ASSERT_EQ(o.v.drop, DropReason::none) << int(oe) << "/" << int(ie);
+            EXPECT_EQ(o.v.out_port, kLan);
+            EXPECT_EQ(o.bytes, roce4("10.20.0.9", "10.10.0.5", static_cast<uint8_t>(26 << 2 | table[oe][ie])))
+                << "outer " << int(oe) << " inner " << int(ie);
+            EXPECT_EQ(o.v.ce_marked, table[oe][ie] == 3 && ie != 3);
+            EXPECT_FALSE(o.v.outer_remarked);
+        }
+    }
+}
+
+TEST_F(Pipeline, DecapVxlanIpv6CopyOuterAndRemarked) {
+    const Bytes inner = roce6("fd00:30::1", "fd00:10::1", 26 << 2 | 2);
+    const Bytes outer = PacketBuilder().eth(kWanMac, kNh6).ipv6("2001:db8:18::99", "2001:db8:18::1", 0)
+                            .udp(50000, 4789).vxlan(200).raw(inner).build();
+    Out o = run(kWan, outer);
+    ASSERT_EQ(o.v.drop, DropReason::none);
+    EXPECT_EQ(o.bytes, inner) << "preserve";
+    EXPECT_TRUE(o.v.outer_remarked) << "outer DSCP 0 under an inherit tunnel with inner 26: bleached";
+
+    const Bytes inner4 = roce4("10.40.0.1", "10.10.0.5", 26 << 2 | 1);
+    const Bytes outer4 = PacketBuilder().eth(kWanMac, kNhFixed).ipv4("198.18.7.8", "198.18.0.1", 12 << 2)
+                             .udp(50000, 4789, false).vxlan(300).raw(inner4).build();
+    o = run(kWan, outer4);
+    ASSERT_EQ(o.v.drop, DropReason::none);
+    EXPECT_EQ(o.bytes, roce4("10.40.0.1", "10.10.0.5", 12 << 2 | 1)) << "copy-outer, ECN kept (ecn off)";
+    EXPECT_TRUE(o.v.outer_remarked) << "fixed tunnel expects 34";
+}
+
+// One case per drop reason; the test fails if a reason has no case.
+TEST_F(Pipeline, EveryDropReason) {
+    const Bytes inner = roce4("10.20.0.9", "10.10.0.5", 26 << 2);
+    auto gen = [&](const std::string& src, const std::string& dst, uint32_t vni, const Bytes& payload, uint8_t flags = 0,
+                   uint16_t proto = 0x6558, const Bytes& opts = {}, uint8_t version = 0, uint16_t frag = 0x4000) {
+        return PacketBuilder().eth(kWanMac, kNh4).ipv4(src, dst, 0, 17, frag).udp(50000, 6081, false)
+            .geneve(vni, opts, flags, proto, version).raw(payload).build();
+    };
+    Bytes arp = PacketBuilder().eth().payload(28).build();
+    arp[12] = 0x08;
+    arp[13] = 0x06;
+    Bytes bad_ver = roce4("10.10.0.5", "10.20.0.9", 0);
+    bad_ver[14] = 0x35;
+    struct Case {
+        const char* what;
+        uint16_t port;
+        Bytes pkt;
+        DropReason expect;
+        size_t headroom = 128;
+    };
+    const Case cases[] = {
+        {"truncated", kLan, Bytes(10, 0), DropReason::truncated},
+        {"bad_ip_header", kLan, bad_ver, DropReason::bad_ip_header},
+        {"not_ip", kLan, arp, DropReason::not_ip},
+        {"no_route", kLan, roce4("10.10.0.5", "192.0.2.9", 0), DropReason::no_route},
+        {"too_big", kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 1560), DropReason::too_big},
+        {"no_headroom", kLan, roce4("10.10.0.5", "10.20.0.9", 0), DropReason::no_headroom, 49},
+        {"not_local", kWan, gen("198.18.7.7", "198.18.0.2", 100, inner), DropReason::not_local},
+        {"not_tunnel", kWan, PacketBuilder().eth().ipv4("198.18.7.7", "198.18.0.1", 0).udp(1, 53).payload(20).build(),
+         DropReason::not_tunnel},
+        {"outer_fragment", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {}, 0, 0x2000),
+         DropReason::outer_fragment},
+        {"unknown_remote", kWan, gen("198.18.7.6", "198.18.0.1", 100, inner), DropReason::unknown_remote},
+        {"unknown_vni", kWan, gen("198.18.7.7", "198.18.0.1", 101, inner), DropReason::unknown_vni},
+        {"bad_tunnel_header", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {}, 1),
+         DropReason::bad_tunnel_header},
+        {"unsupported_payload", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x0800),
+         DropReason::unsupported_payload},
+        {"bad_inner_frame", kWan, gen("198.18.7.7", "198.18.0.1", 100, Bytes(9, 1)), DropReason::bad_inner_frame},
+        {"ecn_ce_on_not_ect", kWan,
+         PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", 3).udp(50000, 6081, false).geneve(100)
+             .raw(inner).build(),
+         DropReason::ecn_ce_on_not_ect},
+        // Geneve header variants.
+        {"critical option", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {0, 1, 0x80, 0}),
+         DropReason::bad_tunnel_header},
+        {"C flag", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0x40), DropReason::bad_tunnel_header},
+        {"OAM", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0x80), DropReason::bad_tunnel_header},
+        {"option length past option area", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {0, 1, 1, 3}),
+         DropReason::bad_tunnel_header},
+        {"VXLAN I flag clear", kWan,
+         PacketBuilder().eth(kWanMac, kNhFixed).ipv4("198.18.7.8", "198.18.0.1", 0).udp(50000, 4789, false).vxlan(300, 0)
+             .raw(inner).build(),
+         DropReason::bad_tunnel_header},
+        {"inner too big", kWan, gen("198.18.7.7", "198.18.0.1", 100, roce4("10.20.0.9", "10.10.0.5", 0, 4, 1500)),
+         DropReason::too_big},
+    };
+    std::set<DropReason> covered;
+    for (const Case& c : cases) {
+        const Out o = run(c.port, c.pkt, c.headroom);
+        EXPECT_EQ(o.v.drop, c.expect) << c.what << ": got " << drop_reason_name(o.v.drop);
+        covered.insert(c.expect);
+    }
+    covered.insert(DropReason::multi_segment);  // Burst level: see Burst.MultiSegmentDropped.
+    for (size_t r = 1; r < kDropReasonCount; ++r)
+        EXPECT_TRUE(covered.count(static_cast<DropReason>(r))) << "no case for " << kDropReasonInfo[r].name;
+}
+
+TEST_F(Pipeline, NoHeadroomLeavesFrameUntouched) {
+    const Bytes in = roce4("10.10.0.5", "10.20.0.9", 26 << 2);
+    test::TestFrame t(in, 10);
+    const Verdict v = process_packet(*snap_, kLan, t.frame);
+    EXPECT_EQ(v.drop, DropReason::no_headroom);
+    EXPECT_EQ(t.bytes(), in);
+}
+
+TEST(Burst, CountsAndMultiSegmentDropped) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}});
+    rte_mempool* pool = rte_pktmbuf_pool_create("unit_burst", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+    ASSERT_NE(pool, nullptr);
+    const unsigned start = rte_mempool_avail_count(pool);
+    auto put = [&](const Bytes& b) {
+        rte_mbuf* m = rte_pktmbuf_alloc(pool);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(b.size())), b.data(), b.size());
+        return m;
+    };
+    rte_mbuf* pkts[4] = {put(roce4("10.10.0.5", "10.20.0.9", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0, 0x81)),
+                         put(roce4("10.10.0.5", "192.0.2.1", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0))};
+    rte_mbuf* tail = rte_pktmbuf_alloc(pool);
+    rte_pktmbuf_append(tail, 10);
+    ASSERT_EQ(rte_pktmbuf_chain(pkts[3], tail), 0);
+    auto st = std::make_unique<WorkerStats>();
+    std::vector<rte_mbuf*> out;
+    process_burst(*snap, kLan, pkts, 4, *st, [&](uint16_t port, rte_mbuf* m) {
+        EXPECT_EQ(port, kWan);
+        out.push_back(m);
+    }, NoObserver{});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0]->pkt_len, 50u + 14 + 20 + 8 + 12 + 32);
+    EXPECT_EQ(out[0]->data_len, out[0]->pkt_len);
+    EXPECT_EQ(st->rx_pkts[kLan].get(), 4u);
+    EXPECT_EQ(st->class_pkts[0].get(), 1u);
+    EXPECT_EQ(st->class_pkts[1].get(), 2u);
+    EXPECT_EQ(st->encap_pkts[0].get(), 2u);
+    EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::no_route)].get(), 1u);
+    EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::multi_segment)].get(), 1u);
+    EXPECT_EQ(st->dscp_rewrites.get(), 3u);
+    for (rte_mbuf* m : out) rte_pktmbuf_free(m);
+    EXPECT_EQ(rte_mempool_avail_count(pool), start) << "dropped packets are freed, none leaked";
+    rte_mempool_free(pool);
+}
+
+}  // namespace
+}  // namespace dscpgw
