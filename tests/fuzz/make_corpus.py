@@ -1,0 +1,37 @@
+#!/usr/bin/python3
+"""Seeds for the packet fuzzer: frames from the golden builders and the shared captures, each
+prefixed with the selector byte the target reads (bit 0: 0 = inner port, 1 = outer port;
+bits 1-7: headroom)."""
+import glob
+import logging
+import os
+import sys
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "golden"))
+from scapy.all import raw, rdpcap  # noqa: E402
+import pktlib  # noqa: E402
+
+out = sys.argv[1]
+captures = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", "..", "..", "shared", "captures")
+os.makedirs(out, exist_ok=True)
+seeds = []
+inner = [pktlib.roce("10.1.0.5", "10.2.0.9", tos=2), pktlib.roce("10.1.0.5", "10.2.0.9", opcode=0x81),
+         pktlib.roce("fd00::5", "fd00::9", tos=1), pktlib.roce("10.1.0.6", "192.168.1.1", vlan=10),
+         pktlib.other("10.1.0.5", "172.16.0.1", proto="tcp")]
+for p in inner:
+    seeds.append(bytes([0xFE]) + raw(p))
+for p in inner[:3]:
+    seeds.append(bytes([0xFF]) + raw(pktlib.encap(p, "geneve", "198.18.7.7", "198.18.0.1", 100, tos=3)))
+    seeds.append(bytes([0xFF]) + raw(pktlib.encap(p, "vxlan", "2001:db8:18::99", "2001:db8:18::1", 200)))
+    seeds.append(bytes([0xFF]) + raw(pktlib.encap(p, "vxlan", "198.18.7.8", "198.18.0.1", 300)))
+    seeds.append(bytes([0xFF]) + raw(pktlib.encap(p, "geneve", "198.18.7.7", "198.18.0.1", 100,
+                                                    options=bytes([0, 1, 2, 1, 0, 0, 0, 0]))))
+for f in sorted(glob.glob(os.path.join(captures, "*", "*.pcap"))):
+    for i, p in enumerate(rdpcap(f)[:20]):
+        seeds.append(bytes([0xFE | (i & 1)]) + raw(p))
+for i, s in enumerate(seeds):
+    with open(os.path.join(out, f"seed{i:04d}"), "wb") as fh:
+        fh.write(s)
+print(f"{len(seeds)} seeds in {out}")
