@@ -24,7 +24,8 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
         rte_mbuf* m = pkts[i];
-        rx_bytes += m->pkt_len;
+        const uint32_t in_len = m->pkt_len;
+        rx_bytes += in_len;
         Verdict v;
         if (unlikely(m->nb_segs != 1)) {
             v.drop = DropReason::multi_segment;
@@ -40,10 +41,10 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
         if (!v.decap && v.class_id != -1) {
             const size_t c = static_cast<size_t>(v.class_id);
             st.class_pkts[c].inc();
-            st.class_bytes[c].add(m->pkt_len);
+            st.class_bytes[c].add(in_len);  // Class bytes are those of the packet as classified.
         } else if (!v.decap && v.dscp_in >= 0) {
             st.class_pkts[kNoClass].inc();
-            st.class_bytes[kNoClass].add(m->pkt_len);
+            st.class_bytes[kNoClass].add(in_len);
         }
         if (v.dscp_rewritten) st.dscp_rewrites.inc();
         observe(static_cast<const rte_mbuf*>(m), v);

@@ -624,6 +624,67 @@ def tshark_decodes_output():
 
 
 # ---------------------------------------------------------------------------------------------
+# `dscpgw run` on net_pcap vdevs: the worker path gives what replay gives
+
+
+@test
+def run_on_pcap_vdevs_matches_replay_and_stops_cleanly():
+    import signal
+    import time
+    lan_in, wan_in = os.path.join(TMP, "run-lan-in.pcap"), os.path.join(TMP, "run-wan-in.pcap")
+    lan_out, wan_out = os.path.join(TMP, "run-lan-out.pcap"), os.path.join(TMP, "run-wan-out.pcap")
+    lan_pkts = [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i, sport=49152 + i % 7) for i in range(200)] + \
+        [roce("10.10.0.5", "10.20.0.9", opcode=0x81), other("10.10.0.5", "192.0.2.1")]
+    wan_pkts = [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2 | 2, psn=i), tos=(26 << 2) if i % 2 else 0)
+                for i in range(100)]
+    wrpcap(lan_in, lan_pkts)
+    wrpcap(wan_in, wan_pkts)
+    lcores = "0,1" if (os.cpu_count() or 1) >= 2 else "0"
+    cfg = os.path.join(TMP, "run.toml")
+    with open(GW) as f:
+        text = f.read()
+    text = text.replace('device = "net_null0"', f'device = "net_pcap0,rx_pcap={lan_in},tx_pcap={lan_out}"')
+    text = text.replace('device = "net_null1"', f'device = "net_pcap1,rx_pcap={wan_in},tx_pcap={wan_out}"')
+    text = text.replace('device = "net_null2"', 'device = "net_null2"')
+    text = f'[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}"]\n' + text
+    with open(cfg, "w") as f:
+        f.write(text)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        p = subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        time.sleep(2.5)
+        eq(p.poll(), None, "still running before the signal")
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
+        eq(p.returncode, 0, f"exit code after {sig.name}: {err}")
+        counters = parse_counters(out)
+        eq(counters.get("tunnel.geneve4.encap"), 201, "encapsulated")
+        eq(counters.get("tunnel.geneve4.decap"), 100, "decapsulated")
+        eq(counters.get("tunnel.geneve4.remarked"), 50, "bleached half")
+        eq(counters.get("drop.no_route"), 1, "no route")
+        eq(counters.get("port.wan.tx"), 201, "wan tx")
+        eq(counters.get("port.lan.tx"), 100, "lan tx")
+        assert "mbufs in use after shutdown: 0" in out, out
+    r_lan = replay(lan_pkts)
+    r_wan = replay(wan_pkts, port="wan")
+    eq([raw(x) for x in rdpcap(wan_out)], [raw(x) for x in r_lan.outs], "run and replay give the same encapsulation")
+    eq([raw(x) for x in rdpcap(lan_out)], [raw(x) for x in r_wan.outs], "run and replay give the same decapsulation")
+
+
+@test
+def run_reports_missing_device():
+    cfg = os.path.join(TMP, "run-bad.toml")
+    with open(GW) as f:
+        text = f.read()
+    text = text.replace('device = "net_null0"', 'device = "0000:ff:1f.7"')
+    with open(cfg, "w") as f:
+        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "-l", "0"]\n' + text)
+    p = subprocess.run([DSCPGW, "run", "--config", cfg], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 1, "exit code")
+    assert 'ports[0] (lan): device "0000:ff:1f.7" was not found by DPDK' in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
 # Command line and config errors
 
 

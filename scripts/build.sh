@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds dscpgw: build/ (release: the binary, unit tests, benchmarks) and, with --sanitize,
+# build-san/ (clang, ASan+UBSan, the libFuzzer target).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -f build/build.ninja ]; then
+  meson setup build --buildtype=release >/dev/null
+fi
+ninja -C build >/dev/null
+
+if [ "${1:-}" = "--sanitize" ]; then
+  if [ ! -f build-san/build.ninja ]; then
+    CC=clang CXX=clang++ meson setup build-san --buildtype=debug -Doptimization=1 \
+      -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true -Dbench=false \
+      -Dcpp_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all >/dev/null
+  fi
+  ninja -C build-san >/dev/null
+fi

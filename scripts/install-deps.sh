@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what dscpgw needs to build, run and test on Debian 12. Idempotent; skips apt when every
+# package is already present.
+set -euo pipefail
+
+packages=(
+  # Build.
+  build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
+  libdpdk-dev dpdk libtomlplusplus-dev libpcap-dev
+  # Tests and benchmarks.
+  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-scapy tshark
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer no without a prompt.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
