@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "config/config.h"
+#include "tests/common/dataplane_fixture.h"
 #include "dataplane/pipeline.h"
 #include "gateway/eal.h"
 #include "tests/unit/builder.h"
@@ -16,43 +16,6 @@ namespace {
 
 using test::Bytes;
 using test::PacketBuilder;
-
-constexpr const char* kConfig = R"(
-[[ports]]
-name = "lan"
-role = "inner"
-device = "a"
-mtu = 9000
-[[ports]]
-name = "wan"
-role = "outer"
-device = "b"
-ipv4 = "198.18.0.1"
-ipv6 = "2001:db8:18::1"
-mtu = 9100
-[[tunnels]]
-name = "geneve4"
-type = "geneve"
-vni = 100
-remote = "198.18.7.7"
-next_hop_mac = "02:00:00:00:00:fe"
-routes = ["10.20.0.0/16"]
-[[tunnels]]
-name = "vxlan6"
-type = "vxlan"
-vni = 200
-remote = "2001:db8:18::99"
-next_hop_mac = "02:00:00:00:00:fd"
-routes = ["10.30.0.0/16"]
-[[classes]]
-name = "roce-cnp"
-match = { udp_dst_port = 4791, bth_opcode = 0x81 }
-dscp = 48
-[[classes]]
-name = "roce-data"
-match = { udp_dst_port = 4791 }
-dscp = 26
-)";
 
 const Snapshot* g_snap = nullptr;
 
@@ -100,7 +63,7 @@ void BM_MarkEncapGeneve4(benchmark::State& state) {
 }
 
 void BM_MarkEncapVxlan6(benchmark::State& state) {
-    run(state, 0, roce_frame("10.30.0.9", static_cast<size_t>(state.range(0))));
+    run(state, 0, roce_frame("192.168.0.9", static_cast<size_t>(state.range(0))));
 }
 
 Bytes outer_of(const Bytes& inner, bool v6) {
@@ -135,8 +98,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", err.c_str());
         return 1;
     }
-    static const dscpgw::Config cfg = dscpgw::parse_config(dscpgw::kConfig, "bench.toml");
-    auto snap = dscpgw::build_snapshot(cfg, {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}});
+    auto snap = dscpgw::test::wide_snapshot();
     dscpgw::g_snap = snap.get();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

@@ -8,63 +8,11 @@
 #include <memory>
 #include <vector>
 
-#include "config/config.h"
+#include "tests/common/dataplane_fixture.h"
 #include "dataplane/pipeline.h"
 #include "gateway/eal.h"
 
 namespace {
-
-constexpr const char* kConfig = R"(
-[[ports]]
-name = "lan"
-role = "inner"
-device = "a"
-mtu = 9000
-[[ports]]
-name = "wan"
-role = "outer"
-device = "b"
-ipv4 = "198.18.0.1"
-ipv6 = "2001:db8:18::1"
-mtu = 9100
-[[tunnels]]
-name = "g4"
-type = "geneve"
-vni = 100
-remote = "198.18.7.7"
-next_hop_mac = "02:00:00:00:00:fe"
-routes = ["10.0.0.0/8", "fd00::/8"]
-[[tunnels]]
-name = "v6"
-type = "vxlan"
-vni = 200
-remote = "2001:db8:18::99"
-next_hop_mac = "02:00:00:00:00:fd"
-routes = ["192.168.0.0/16", "fc00::/8"]
-inner_dscp_on_decap = "copy-outer"
-[[tunnels]]
-name = "v4"
-type = "vxlan"
-vni = 300
-remote = "198.18.7.8"
-next_hop_mac = "02:00:00:00:00:fc"
-routes = ["172.16.0.0/12"]
-outer_dscp = 10
-ecn = "off"
-inner_dscp_on_decap = 12
-[[classes]]
-name = "cnp"
-match = { udp_dst_port = 4791, bth_opcode = 0x81 }
-dscp = 48
-[[classes]]
-name = "data"
-match = { udp_dst_port = 4791, dscp = [0, 26], src = ["10.0.0.0/8", "fd00::/8"] }
-dscp = 26
-[[classes]]
-name = "tcp"
-match = { ip_proto = 6 }
-dscp = 8
-)";
 
 const dscpgw::Snapshot* g_snap = nullptr;
 
@@ -76,8 +24,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         std::fprintf(stderr, "%s\n", err.c_str());
         std::abort();
     }
-    static const dscpgw::Config cfg = dscpgw::parse_config(kConfig, "fuzz.toml");
-    g_snap = dscpgw::build_snapshot(cfg, {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}}).release();
+    g_snap = dscpgw::test::wide_snapshot().release();
     return 0;
 }
 

@@ -489,13 +489,7 @@ def decap_inner_too_big():
     eq(r.verdict(1), "drop=too_big", "inner 1.6k packet cannot leave the 1500-MTU lan port")
 
 
-@test
-def decap_real_geneve_capture():
-    path = os.path.join(CAPTURES, "geneve", "tcpdump_geneve.pcap")
-    if not os.path.exists(path):
-        raise Skip(f"{path} missing")
-    cfg = os.path.join(TMP, "tcpdump-geneve.toml")
-    base = """
+ONE_TUNNEL = """
 [[ports]]
 name = "lan"
 role = "inner"
@@ -508,52 +502,43 @@ ipv4 = "{local}"
 mtu = 1600
 [[tunnels]]
 name = "t"
-type = "geneve"
+type = "{type}"
 vni = {vni}
 remote = "{remote}"
 next_hop_mac = "02:00:00:00:00:fe"
 """
+
+
+def capture_replay(capture, **tunnel):
+    """Replays a shared capture on the outer port of a one-tunnel config."""
+    path = os.path.join(CAPTURES, capture)
+    if not os.path.exists(path):
+        raise Skip(f"{path} missing")
+    cfg = os.path.join(TMP, "capture.toml")
     with open(cfg, "w") as f:
-        f.write(base.format(local="20.0.0.1", remote="20.0.0.2", vni=0xB))
-    r = replay(None, port="wan", cfg=cfg, in_file=path)
+        f.write(ONE_TUNNEL.format(**tunnel))
+    return path, replay(None, port="wan", cfg=cfg, in_file=path)
+
+
+@test
+def decap_real_geneve_capture():
+    path, r = capture_replay("geneve/tcpdump_geneve.pcap", type="geneve", local="20.0.0.1", remote="20.0.0.2",
+                             vni=0xB)
     eq(r.c("tunnel.t.decap"), 20, "VNI 0xb frames without options decapsulated")
     eq(r.c("drop.not_local"), 19, "the other direction is not for this VTEP")
     eq(r.c("tunnel.t.remarked"), 3, "inner DSCP 4 under outer DSCP 0: the sender did not inherit")
-    orig = [p for p in rdpcap(path)]
-    expect = [raw(inner_of(Ether(raw(p)))) for p in orig if Ether(raw(p))[IP].dst == "20.0.0.1"]
+    orig = [Ether(raw(p)) for p in rdpcap(path)]
+    expect = [raw(inner_of(p)) for p in orig if p[IP].dst == "20.0.0.1"]
     eq([raw(o) for o in r.outs], expect, "inner frames byte for byte")
-    with open(cfg, "w") as f:
-        f.write(base.format(local="20.0.0.2", remote="20.0.0.1", vni=0xA))
-    r = replay(None, port="wan", cfg=cfg, in_file=path)
+    _, r = capture_replay("geneve/tcpdump_geneve.pcap", type="geneve", local="20.0.0.2", remote="20.0.0.1",
+                          vni=0xA)
     eq(r.c("drop.bad_tunnel_header"), 19, "critical option (C flag) frames refused")
 
 
 @test
 def decap_real_vxlan_capture():
-    path = os.path.join(CAPTURES, "vxlan", "tcpdump_vxlan.pcap")
-    if not os.path.exists(path):
-        raise Skip(f"{path} missing")
-    cfg = os.path.join(TMP, "tcpdump-vxlan.toml")
-    with open(cfg, "w") as f:
-        f.write("""
-[[ports]]
-name = "lan"
-role = "inner"
-device = "net_null0"
-[[ports]]
-name = "wan"
-role = "outer"
-device = "net_null1"
-ipv4 = "192.168.203.1"
-mtu = 1600
-[[tunnels]]
-name = "t"
-type = "vxlan"
-vni = 100
-remote = "192.168.202.1"
-next_hop_mac = "02:00:00:00:00:fe"
-""")
-    r = replay(None, port="wan", cfg=cfg, in_file=path)
+    _, r = capture_replay("vxlan/tcpdump_vxlan.pcap", type="vxlan", local="192.168.203.1",
+                          remote="192.168.202.1", vni=100)
     eq(r.c("tunnel.t.decap"), 5, "frames towards 192.168.203.1")
     eq(r.c("drop.not_local"), 5, "the reverse direction")
 
