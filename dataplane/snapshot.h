@@ -102,14 +102,17 @@ struct TunnelConf {
 };
 
 // Key of the decapsulation table: which tunnel a received packet belongs to.
+// Padded to 32 bytes: rte_hash compares 16/32/48/64-byte keys with vector instructions and any
+// other length with memcmp().
 struct DecapKey {
     std::array<uint8_t, 16> remote{};
     uint32_t vni = 0;
     uint16_t udp_port = 0;
     uint8_t family = 0;
     uint8_t rx_port = 0;
+    uint64_t pad = 0;
 };
-static_assert(sizeof(DecapKey) == 24);
+static_assert(sizeof(DecapKey) == 32);
 
 struct Snapshot {
     uint64_t generation = 0;

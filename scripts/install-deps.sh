@@ -9,6 +9,8 @@ packages=(
   libdpdk-dev dpdk libtomlplusplus-dev libpcap-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-scapy tshark
+  # dpdk-testpmd, the forwarding floor the throughput benchmark compares against.
+  dpdk-dev
 )
 
 missing=()
