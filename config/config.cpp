@@ -465,7 +465,13 @@ Config build(const toml::table& root, const std::string& source_name) {
     Checker c(source_name);
     Config cfg;
     cfg.path = source_name;
-    c.only_keys(root, "", {"eal", "ports", "tunnels", "classes"});
+    c.only_keys(root, "", {"eal", "gateway", "ports", "tunnels", "classes"});
+    if (const toml::node* gw = root.get("gateway")) {
+        if (const toml::table* t = table_at(c, *gw, "gateway")) {
+            c.only_keys(*t, "gateway", {"workers"});
+            cfg.workers = static_cast<unsigned>(c.integer(*t, "gateway", "workers", 1, 128, false).value_or(0));
+        }
+    }
     if (const toml::node* eal = root.get("eal")) {
         if (const toml::table* t = table_at(c, *eal, "eal")) {
             c.only_keys(*t, "eal", {"args"});

@@ -22,6 +22,7 @@ public:
 struct Config {
     std::string path;
     std::vector<std::string> eal_args;
+    unsigned workers = 0;  // [gateway] workers; 0: every lcore but the main one.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
     std::vector<TunnelConf> tunnels;  // Templates not yet built.

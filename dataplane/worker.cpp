@@ -41,6 +41,7 @@ int worker_main(void* arg) {
         const uint64_t t0 = rte_rdtsc();
         uint32_t got = 0;
         for (size_t p = 0; p < nports; ++p) {
+            if (!c.poll_rx[p]) continue;
             rte_mbuf* pkts[kBurst];
             const uint16_t n = rte_eth_rx_burst(c.eth_port[p], c.queue, pkts, kBurst);
             if (n == 0) continue;

@@ -37,29 +37,64 @@ bool is_pci_address(const std::string& dev) {
 std::string device_name(const std::string& dev) { return dev.substr(0, dev.find(',')); }
 
 constexpr uint16_t kRxDesc = 1024, kTxDesc = 1024;
+constexpr unsigned kPoolCache = 256;
 
-bool setup_port(uint16_t pid, const PortConf& pc, rte_mempool* pool, std::string& err) {
+struct PortPlan {
+    uint16_t rxq = 1, txq = 1;
+    uint16_t rxd = kRxDesc, txd = kTxDesc;
+};
+
+// Queue counts: one RX queue per worker where the device has them (RSS spreads flows), fewer
+// otherwise (workers beyond the count do not poll that port); one TX queue per worker, required, so
+// no worker ever shares a TX queue.
+bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& plan, std::string& err) {
     rte_eth_dev_info info{};
-    int rc = rte_eth_dev_info_get(pid, &info);
+    const int rc = rte_eth_dev_info_get(pid, &info);
     if (rc != 0) {
         err = "cannot read device info: " + std::string(rte_strerror(-rc));
         return false;
     }
+    if (info.max_tx_queues < workers) {
+        err = "the device offers " + std::to_string(info.max_tx_queues) + " TX queue(s) but " +
+              std::to_string(workers) + " workers each need their own; lower [gateway] workers or give the device more queues";
+        return false;
+    }
+    if (pc.mtu > info.max_mtu) {
+        err = "mtu " + std::to_string(pc.mtu) + " exceeds the device's maximum " + std::to_string(info.max_mtu);
+        return false;
+    }
+    plan.rxq = static_cast<uint16_t>(std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
+    plan.txq = static_cast<uint16_t>(workers);
+    return true;
+}
+
+bool setup_port(uint16_t pid, const PortConf& pc, PortPlan& plan, rte_mempool* pool, std::string& err) {
+    rte_eth_dev_info info{};
+    rte_eth_dev_info_get(pid, &info);
     rte_eth_conf conf{};
     conf.rxmode.mtu = pc.mtu;
-    rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+    if (plan.rxq > 1 && info.flow_type_rss_offloads != 0) {
+        conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf =
+            (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
+    }
+    int rc = rte_eth_dev_configure(pid, plan.rxq, plan.txq, &conf);
     if (rc != 0) {
         err = "configure failed: " + std::string(rte_strerror(-rc));
         return false;
     }
-    uint16_t rxd = kRxDesc, txd = kTxDesc;
-    rte_eth_dev_adjust_nb_rx_tx_desc(pid, &rxd, &txd);
+    rte_eth_dev_adjust_nb_rx_tx_desc(pid, &plan.rxd, &plan.txd);
     const int socket = rte_eth_dev_socket_id(pid);
-    if ((rc = rte_eth_rx_queue_setup(pid, 0, rxd, socket, nullptr, pool)) != 0 ||
-        (rc = rte_eth_tx_queue_setup(pid, 0, txd, socket, nullptr)) != 0) {
-        err = "queue setup failed: " + std::string(rte_strerror(-rc));
-        return false;
-    }
+    for (uint16_t q = 0; q < plan.rxq; ++q)
+        if ((rc = rte_eth_rx_queue_setup(pid, q, plan.rxd, socket, nullptr, pool)) != 0) {
+            err = "RX queue " + std::to_string(q) + " setup failed: " + rte_strerror(-rc);
+            return false;
+        }
+    for (uint16_t q = 0; q < plan.txq; ++q)
+        if ((rc = rte_eth_tx_queue_setup(pid, q, plan.txd, socket, nullptr)) != 0) {
+            err = "TX queue " + std::to_string(q) + " setup failed: " + rte_strerror(-rc);
+            return false;
+        }
     rc = rte_eth_dev_set_mtu(pid, static_cast<uint16_t>(pc.mtu));
     if (rc != 0 && rc != -ENOTSUP)
         std::fprintf(stderr, "dscpgw: port %s: cannot set MTU %u (%s); continuing with the device's\n",
@@ -72,6 +107,21 @@ bool setup_port(uint16_t pid, const PortConf& pc, rte_mempool* pool, std::string
     // promiscuous mode a transparent inner port would miss frames for hosts behind the tunnel.
     rte_eth_promiscuous_enable(pid);
     return true;
+}
+
+void log_link(const PortConf& pc, uint16_t pid, int& last) {
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(pid, &link) != 0) return;
+    const int up = link.link_status;
+    const unsigned speed = link.link_speed;
+    const bool full = link.link_duplex != 0;
+    if (up == last) return;
+    last = up;
+    if (up)
+        std::printf("dscpgw: port %s: link up, %u Mbps, %s duplex\n", pc.name.c_str(), speed, full ? "full" : "half");
+    else
+        std::printf("dscpgw: port %s: link down\n", pc.name.c_str());
+    std::fflush(stdout);
 }
 
 }  // namespace
@@ -103,45 +153,69 @@ int cmd_run(const std::string& config) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
 
-    WorkerContext ctx;
-    uint32_t max_mtu = 0;
-    for (size_t i = 0; i < cfg.ports.size(); ++i) {
-        uint16_t pid = 0;
-        if (rte_eth_dev_get_port_by_name(device_name(cfg.ports[i].device).c_str(), &pid) != 0) {
+    // Workers: one per requested lcore, never the main lcore, which stays the control thread.
+    std::vector<unsigned> lcores;
+    for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE; l = rte_get_next_lcore(l, 1, 0))
+        lcores.push_back(l);
+    unsigned workers = cfg.workers != 0 ? cfg.workers : static_cast<unsigned>(std::max<size_t>(lcores.size(), 1));
+    if (cfg.workers != 0 && cfg.workers > lcores.size()) {
+        std::fprintf(stderr, "dscpgw run: [gateway] workers = %u needs %u worker lcores besides the main one; the EAL has %zu (set -l in [eal] args)\n",
+                     cfg.workers, cfg.workers, lcores.size());
+        rte_eal_cleanup();
+        return 2;
+    }
+    const bool on_main = lcores.empty();  // A single lcore: the main lcore forwards.
+
+    const size_t nports = cfg.ports.size();
+    std::vector<uint16_t> eth_port(nports);
+    std::vector<PortPlan> plans(nports);
+    uint32_t max_mtu = 0, mbufs = 0;
+    for (size_t i = 0; i < nports; ++i) {
+        if (rte_eth_dev_get_port_by_name(device_name(cfg.ports[i].device).c_str(), &eth_port[i]) != 0) {
             std::fprintf(stderr, "dscpgw run: ports[%zu] (%s): device \"%s\" was not found by DPDK\n", i,
                          cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str());
             rte_eal_cleanup();
             return 1;
         }
-        ctx.eth_port.push_back(pid);
+        if (!plan_port(eth_port[i], cfg.ports[i], workers, plans[i], err)) {
+            std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
+                         cfg.ports[i].device.c_str(), err.c_str());
+            rte_eal_cleanup();
+            return 1;
+        }
         max_mtu = std::max(max_mtu, cfg.ports[i].mtu);
+        // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
+        mbufs += plans[i].rxq * kRxDesc + plans[i].txq * kTxDesc + workers * 2 * kBurst;
     }
-    // Every queue's ring and a burst in flight per port, plus the per-lcore caches.
-    const uint32_t nports = static_cast<uint32_t>(cfg.ports.size());
-    const uint32_t nb_mbufs = nports * (kRxDesc + kTxDesc + 2 * kBurst) + 2 * 256;
+    mbufs += (workers + 1) * kPoolCache;
     const uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, max_mtu + 14 + 8 + 4) +
                           RTE_PKTMBUF_HEADROOM;
-    rte_mempool* pool = rte_pktmbuf_pool_create("dscpgw_rx", nb_mbufs, 256, 0, static_cast<uint16_t>(room),
-                                                static_cast<int>(rte_socket_id()));
+    const int socket = rte_eth_dev_socket_id(eth_port[0]);
+    rte_mempool* pool = rte_pktmbuf_pool_create("dscpgw_rx", mbufs, kPoolCache, 0, static_cast<uint16_t>(room),
+                                                socket < 0 ? SOCKET_ID_ANY : socket);
     if (pool == nullptr) {
-        std::fprintf(stderr, "dscpgw run: cannot create mbuf pool of %u x %u bytes: %s\n", nb_mbufs, room,
+        std::fprintf(stderr, "dscpgw run: cannot create mbuf pool of %u x %u bytes: %s\n", mbufs, room,
                      rte_strerror(rte_errno));
         rte_eal_cleanup();
         return 1;
     }
+    const unsigned pool_start = rte_mempool_in_use_count(pool);
     std::vector<std::array<uint8_t, 6>> macs;
-    for (size_t i = 0; i < cfg.ports.size(); ++i) {
-        if (!setup_port(ctx.eth_port[i], cfg.ports[i], pool, err)) {
+    for (size_t i = 0; i < nports; ++i) {
+        if (!setup_port(eth_port[i], cfg.ports[i], plans[i], pool, err)) {
             std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
                          cfg.ports[i].device.c_str(), err.c_str());
             rte_eal_cleanup();
             return 1;
         }
         rte_ether_addr a{};
-        rte_eth_macaddr_get(ctx.eth_port[i], &a);
+        rte_eth_macaddr_get(eth_port[i], &a);
         std::array<uint8_t, 6> m{};
         std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
         macs.push_back(m);
+        std::printf("dscpgw: port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u\n",
+                    cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str(), plans[i].rxq, plans[i].txq,
+                    plans[i].rxd, plans[i].txd, cfg.ports[i].mtu);
     }
     std::unique_ptr<Snapshot> snap;
     try {
@@ -151,45 +225,74 @@ int cmd_run(const std::string& config) {
         rte_eal_cleanup();
         return 1;
     }
-    auto stats = std::make_unique<WorkerStats>();
-    ctx.snap = snap.get();
-    ctx.stats = stats.get();
-    ctx.stop = &g_stop;
-
-    const unsigned worker = rte_get_next_lcore(-1, 1, 0);
-    std::printf("dscpgw: running: %zu ports, %zu tunnels, %zu classes, worker on lcore %u\n",
-                cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size(),
-                worker < RTE_MAX_LCORE ? worker : rte_get_main_lcore());
-    std::fflush(stdout);
-    if (worker < RTE_MAX_LCORE) {
-        rte_eal_remote_launch(worker_main, &ctx, worker);
-        while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        rte_eal_wait_lcore(worker);
-    } else {
-        worker_main(&ctx);  // Single lcore: the main lcore polls; signals still stop it.
+    std::vector<std::unique_ptr<WorkerStats>> stats;
+    std::vector<WorkerContext> ctxs(workers);
+    for (unsigned w = 0; w < workers; ++w) {
+        stats.push_back(std::make_unique<WorkerStats>());
+        WorkerContext& c = ctxs[w];
+        c.snap = snap.get();
+        c.eth_port = eth_port;
+        c.queue = static_cast<uint16_t>(w);
+        c.stats = stats.back().get();
+        c.stop = &g_stop;
+        for (size_t i = 0; i < nports; ++i) c.poll_rx.push_back(w < plans[i].rxq ? 1 : 0);
     }
 
+    std::printf("dscpgw: running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)", nports,
+                cfg.tunnels.size(), cfg.classes.size(), workers);
+    for (unsigned w = 0; w < workers; ++w) std::printf(" %u", on_main ? rte_get_main_lcore() : lcores[w]);
+    std::printf("\n");
+    std::fflush(stdout);
+    std::vector<int> link_state(nports, -1);
+    for (size_t i = 0; i < nports; ++i) log_link(cfg.ports[i], eth_port[i], link_state[i]);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!on_main) {
+        for (unsigned w = 0; w < workers; ++w) rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
+        // The main lcore is the control thread: it watches links and waits for a signal.
+        unsigned ticks = 0;
+        while (!g_stop.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (++ticks % 20 == 0)
+                for (size_t i = 0; i < nports; ++i) log_link(cfg.ports[i], eth_port[i], link_state[i]);
+        }
+        for (unsigned w = 0; w < workers; ++w) rte_eal_wait_lcore(lcores[w]);
+    } else {
+        worker_main(&ctxs[0]);  // Signals still stop it.
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<const WorkerStats*> views;
+    for (auto& st : stats) views.push_back(st.get());
+
     std::printf("dscpgw: stopping\n");
-    for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    for (size_t i = 0; i < nports; ++i) {
         rte_eth_stats es{};
-        rte_eth_stats_get(ctx.eth_port[i], &es);
+        rte_eth_stats_get(eth_port[i], &es);
         std::printf("ethdev %s: ipackets %" PRIu64 " opackets %" PRIu64 " imissed %" PRIu64 " ierrors %" PRIu64
                     " oerrors %" PRIu64 " rx_nombuf %" PRIu64 "\n",
                     cfg.ports[i].name.c_str(), es.ipackets, es.opackets, es.imissed, es.ierrors, es.oerrors,
                     es.rx_nombuf);
-        rte_eth_dev_stop(ctx.eth_port[i]);
-        rte_eth_dev_close(ctx.eth_port[i]);
+        rte_eth_dev_stop(eth_port[i]);
+        rte_eth_dev_close(eth_port[i]);
     }
-    print_counters(stdout, *snap, {stats.get()});
-    const uint64_t pkts = [&] {
-        uint64_t n = 0;
-        for (size_t i = 0; i < cfg.ports.size(); ++i) n += stats->rx_pkts[i].get();
-        return n;
-    }();
-    if (pkts != 0)
-        std::printf("worker: %.1f busy cycles per packet\n",
-                    static_cast<double>(stats->busy_cycles.get()) / static_cast<double>(pkts));
-    std::printf("mbufs in use after shutdown: %u\n", rte_mempool_in_use_count(pool));
+    print_counters(stdout, *snap, views);
+    uint64_t total_rx = 0, total_tx = 0;
+    for (unsigned w = 0; w < workers; ++w) {
+        uint64_t rx = 0, tx = 0;
+        for (size_t i = 0; i < nports; ++i) {
+            rx += stats[w]->rx_pkts[i].get();
+            tx += stats[w]->tx_pkts[i].get();
+        }
+        total_rx += rx;
+        total_tx += tx;
+        const uint64_t busy = stats[w]->busy_cycles.get(), idle = stats[w]->idle_cycles.get();
+        std::printf("worker %u: rx %" PRIu64 " pkts, busy %.1f cycles/pkt, %.1f%% busy\n", w, rx,
+                    rx ? static_cast<double>(busy) / static_cast<double>(rx) : 0.0,
+                    busy + idle ? 100.0 * static_cast<double>(busy) / static_cast<double>(busy + idle) : 0.0);
+    }
+    std::printf("forwarded: rx %" PRIu64 " tx %" PRIu64 " pkts in %.3f s: %.3f Mpps rx, %.3f Mpps tx\n", total_rx,
+                total_tx, elapsed, static_cast<double>(total_rx) / elapsed / 1e6,
+                static_cast<double>(total_tx) / elapsed / 1e6);
+    std::printf("mbufs in use after shutdown: %u (at start: %u)\n", rte_mempool_in_use_count(pool), pool_start);
     std::fflush(stdout);
     snap.reset();
     rte_mempool_free(pool);

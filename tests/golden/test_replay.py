@@ -630,7 +630,7 @@ def run_on_pcap_vdevs_matches_replay_and_stops_cleanly():
         text = f.read()
     text = text.replace('device = "net_null0"', f'device = "net_pcap0,rx_pcap={lan_in},tx_pcap={lan_out}"')
     text = text.replace('device = "net_null1"', f'device = "net_pcap1,rx_pcap={wan_in},tx_pcap={wan_out}"')
-    text = text.replace('device = "net_null2"', 'device = "net_null2"')
+    text = text.replace('device = "net_null2"', 'device = "net_null2,no-rx=1"')
     text = f'[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}"]\n' + text
     with open(cfg, "w") as f:
         f.write(text)
@@ -647,6 +647,7 @@ def run_on_pcap_vdevs_matches_replay_and_stops_cleanly():
         eq(counters.get("tunnel.geneve4.decap"), 100, "decapsulated")
         eq(counters.get("tunnel.geneve4.remarked"), 50, "bleached half")
         eq(counters.get("drop.no_route"), 1, "no route")
+        eq(counters.get("drop.total"), 1, "nothing else dropped")
         eq(counters.get("port.wan.tx"), 201, "wan tx")
         eq(counters.get("port.lan.tx"), 100, "lan tx")
         assert "mbufs in use after shutdown: 0" in out, out
@@ -654,6 +655,55 @@ def run_on_pcap_vdevs_matches_replay_and_stops_cleanly():
     r_wan = replay(wan_pkts, port="wan")
     eq([raw(x) for x in rdpcap(wan_out)], [raw(x) for x in r_lan.outs], "run and replay give the same encapsulation")
     eq([raw(x) for x in rdpcap(lan_out)], [raw(x) for x in r_wan.outs], "run and replay give the same decapsulation")
+
+
+@test
+def run_two_workers_share_nothing():
+    import signal
+    import time
+    files = {k: os.path.join(TMP, f"w2-{k}.pcap") for k in ("lan-in0", "lan-in1", "lan-out0", "lan-out1",
+                                                             "wan-in0", "wan-in1", "wan-out0", "wan-out1")}
+    for q in (0, 1):
+        wrpcap(files[f"lan-in{q}"], [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i, sport=49152 + q) for i in range(100)])
+        wrpcap(files[f"wan-in{q}"], [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2, psn=i)) for i in range(60)])
+    def dev(n, side):
+        return (f"net_pcap{n},rx_pcap={files[side + '-in0']},rx_pcap={files[side + '-in1']},"
+                f"tx_pcap={files[side + '-out0']},tx_pcap={files[side + '-out1']}")
+    with open(GW) as f:
+        text = f.read()
+    text = text.replace('device = "net_null0"', f'device = "{dev(0, "lan")}"')
+    text = text.replace('device = "net_null1"', f'device = "{dev(1, "wan")}"')
+    text = text.replace('device = "net_null2"', 'device = "net_null2,no-rx=1"')
+    cfg = os.path.join(TMP, "w2.toml")
+    # Three lcores on however many CPUs there are: the main one and two workers.
+    with open(cfg, "w") as f:
+        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
+                '[gateway]\nworkers = 2\n' + text)
+    p = subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    eq(p.returncode, 0, f"exit code: {err}")
+    assert "2 worker(s) on lcore(s) 1 2" in out, out
+    assert "2 RX / 2 TX queues" in out, out
+    c = parse_counters(out)
+    eq(c.get("tunnel.geneve4.encap"), 200, "encapsulated by both workers")
+    eq(c.get("tunnel.geneve4.decap"), 120, "decapsulated by both workers")
+    per_worker = [int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)]
+    eq(per_worker, [160, 160], "each worker polled its own queue on both ports")
+    assert "mbufs in use after shutdown: 0" in out, out
+    # net_null2 (wan2) has queues to spare; a pcap port with one TX queue cannot serve two workers.
+    with open(cfg, "w") as f:
+        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
+                '[gateway]\nworkers = 2\n' + text.replace(f",tx_pcap={files['lan-out1']}", ""))
+    p = subprocess.run([DSCPGW, "run", "--config", cfg], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 1, "one TX queue for two workers")
+    assert "offers 1 TX queue(s) but 2 workers each need their own" in p.stderr, p.stderr
+    with open(cfg, "w") as f:
+        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "-l", "0,1"]\n[gateway]\nworkers = 3\n' + text)
+    p = subprocess.run([DSCPGW, "run", "--config", cfg], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 2, "more workers than lcores")
+    assert "workers = 3 needs 3 worker lcores" in p.stderr, p.stderr
 
 
 @test

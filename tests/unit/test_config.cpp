@@ -57,7 +57,9 @@ TEST(Config, ErrorsNameKeyAndPosition) {
     struct Case {
         std::string text, expect;
     } cases[] = {
-        {"[gateway]\nx = 1\n", "t.toml:1:1: gateway: unknown key"},
+        {"[gateway]\nx = 1\n", "t.toml:2:5: gateway.x: unknown key"},
+        {"[gateway]\nworkers = 0\n", "gateway.workers: 0 is out of range 1..128"},
+        {"[metrics]\n", "t.toml:1:1: metrics: unknown key"},
         {std::string(kPorts) + "[[ports]]\nname = \"lan\"\nrole = \"inner\"\ndevice = \"c\"\n",
          "t.toml:12:8: ports[2].name: duplicate port name \"lan\""},
         {std::string(kPorts) + "[[ports]]\nname = \"x\"\nrole = \"outer\"\ndevice = \"b\"\nipv4 = \"198.18.0.9\"\n",

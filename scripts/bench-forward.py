@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""Forwarding throughput of `dscpgw run` against DPDK's own floor, on the same vdevs and core.
+
+Source: net_pcap with infinite_rx=1 replaying one frame (RoCE, 74/1082/4154 bytes of inner frame),
+sink: net_null with no-rx=1. One forwarding lcore each. For every case it prints the Mpps of
+  (a) dscpgw (mark + encap inner->outer, or decap outer->inner), and
+  (b) dpdk-testpmd --forward-mode=io on the same two vdevs,
+and the ratio a/b, plus dscpgw's busy cycles per packet measured inside the worker.
+
+Usage: bench-forward.py [--seconds N] [--sizes 74,1082,4154] [--dscpgw build/dscpgw] [--quick]
+"""
+import argparse
+import logging
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
+from scapy.all import wrpcap  # noqa: E402
+import pktlib  # noqa: E402
+
+EAL = ["--no-huge", "-m", "1024", "--no-shconf", "--no-pci", "-l", "0,1", "--log-level=lib.*:error"]
+
+CONFIG = """
+[eal]
+args = ["--no-huge", "-m", "1024", "--no-shconf", "-l", "0,1"]
+[gateway]
+workers = 1
+[[ports]]
+name = "lan"
+role = "inner"
+device = "{lan}"
+mtu = 4200
+[[ports]]
+name = "wan"
+role = "outer"
+device = "{wan}"
+ipv4 = "198.18.0.1"
+ipv6 = "2001:db8:18::1"
+mac = "02:00:00:00:00:01"
+mtu = 9000
+[[tunnels]]
+name = "t"
+type = "{type}"
+vni = 100
+remote = "{remote}"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.20.0.0/16"]
+[[classes]]
+name = "roce-cnp"
+match = {{ udp_dst_port = 4791, bth_opcode = 0x81 }}
+dscp = 48
+[[classes]]
+name = "roce-data"
+match = {{ udp_dst_port = 4791 }}
+dscp = 26
+"""
+
+REMOTE = {4: "198.18.7.7", 6: "2001:db8:18::99"}
+
+
+def inner_frame(size):
+    # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload + ICRC 4.
+    return pktlib.roce("10.10.0.5", "10.20.0.9", opcode=0x0A, tos=0x02, payload=size - 14 - 20 - 8 - 12 - 4)
+
+
+def run_dscpgw(binary, cfg_text, tmp, seconds):
+    cfg = os.path.join(tmp, "bench.toml")
+    with open(cfg, "w") as f:
+        f.write(cfg_text)
+    p = subprocess.Popen([binary, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    time.sleep(seconds + 1.5)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    m = re.search(r"forwarded: rx \d+ tx \d+ pkts in ([\d.]+) s: ([\d.]+) Mpps rx, ([\d.]+) Mpps tx", out)
+    c = re.search(r"worker 0: rx \d+ pkts, busy ([\d.]+) cycles/pkt", out)
+    drops = re.search(r"^\s+total\s+(\d+)", out, re.M)
+    if not m or p.returncode != 0:
+        raise RuntimeError("dscpgw run failed:\n" + out[-3000:])
+    return float(m.group(3)), float(c.group(1)) if c else float("nan"), int(drops.group(1)) if drops else 0
+
+
+def run_testpmd(src, seconds):
+    cmd = ["dpdk-testpmd"] + EAL + ["--vdev", src, "--vdev", "net_null9,no-rx=1", "--",
+                                     "--forward-mode=io", "--nb-cores=1", "--stats-period=1",
+                                     "--mbuf-size=9216", "--max-pkt-len=9000", "--total-num-mbufs=8192"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+    time.sleep(seconds + 2.5)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    # Per-period stats: "Port statistics ==== port 1 ..." blocks with "Tx-pps:"; take port 1's.
+    rates = []
+    for block in re.split(r"#+ NIC statistics for port ", out):
+        if block.startswith("1 "):
+            m = re.search(r"Tx-pps:\s+(\d+)", block)
+            if m and int(m.group(1)) > 0:
+                rates.append(int(m.group(1)))
+    if not rates:
+        raise RuntimeError("testpmd gave no rate:\n" + out[-3000:])
+    return statistics.median(rates[1:] if len(rates) > 2 else rates) / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--sizes", default="74,1082,4154")
+    ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
+    ap.add_argument("--quick", action="store_true", help="Geneve over IPv4 only")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    variants = [("geneve", 4)] if a.quick else [("geneve", 4), ("vxlan", 4), ("geneve", 6), ("vxlan", 6)]
+    tmp = tempfile.mkdtemp(prefix="dscpgw-bench-")
+    print(f"{'case':<34}{'frame':>7}{'dscpgw Mpps':>13}{'floor Mpps':>12}{'ratio':>8}{'cycles/pkt':>12}")
+    for size in sizes:
+        inner = inner_frame(size)
+        inner_pcap = os.path.join(tmp, f"inner{size}.pcap")
+        wrpcap(inner_pcap, [inner])
+        src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
+        floor = run_testpmd(src, a.seconds)
+        for typ, fam in variants:
+            cfg = CONFIG.format(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam])
+            mpps, cyc, drops = run_dscpgw(a.dscpgw, cfg, tmp, a.seconds)
+            name = f"mark+encap {typ}/IPv{fam}"
+            print(f"{name:<34}{size:>7}{mpps:>13.2f}{floor:>12.2f}{mpps / floor:>8.2f}{cyc:>12.1f}"
+                  + (f"  ({drops} dropped)" if drops else ""))
+        for typ, fam in variants:
+            outer = pktlib.encap(inner_frame(size), typ, REMOTE[fam], "198.18.0.1" if fam == 4 else "2001:db8:18::1",
+                                 100, tos=26 << 2 | 2)
+            outer_pcap = os.path.join(tmp, f"outer{size}{typ}{fam}.pcap")
+            wrpcap(outer_pcap, [outer])
+            osrc = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
+            ofloor = run_testpmd(osrc, a.seconds)
+            cfg = CONFIG.format(lan="net_null0,no-rx=1", wan=osrc, type=typ, remote=REMOTE[fam])
+            mpps, cyc, drops = run_dscpgw(a.dscpgw, cfg, tmp, a.seconds)
+            name = f"decap {typ}/IPv{fam}"
+            print(f"{name:<34}{len(outer):>7}{mpps:>13.2f}{ofloor:>12.2f}{mpps / ofloor:>8.2f}{cyc:>12.1f}"
+                  + (f"  ({drops} dropped)" if drops else ""))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
