@@ -76,6 +76,23 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
     auto s = std::make_unique<Snapshot>();
     s->generation = ++g_generation;
     s->ports = cfg.ports;
+    s->icmp_rate = cfg.icmp_rate;
+    // Effective MACs, and where each port's ICMP errors come from.
+    const PortConf* v4src = nullptr;
+    const PortConf* v6src = nullptr;
+    for (const PortConf& p : s->ports) {
+        if (p.role != PortRole::outer) continue;
+        if (v4src == nullptr && p.has_ipv4) v4src = &p;
+        if (v6src == nullptr && p.has_ipv6) v6src = &p;
+    }
+    for (size_t i = 0; i < s->ports.size(); ++i) {
+        PortConf& p = s->ports[i];
+        if (!p.has_mac) p.mac = port_macs.at(i);
+        const PortConf* a4 = p.has_ipv4 ? &p : v4src;
+        const PortConf* a6 = p.has_ipv6 ? &p : v6src;
+        if ((p.has_icmp_src4 = a4 != nullptr)) p.icmp_src4 = a4->ipv4;
+        if ((p.has_icmp_src6 = a6 != nullptr)) p.icmp_src6 = a6->ipv6;
+    }
     s->classes = cfg.classes;
     s->tunnels = cfg.tunnels;
     const std::string suffix = std::to_string(s->generation);
@@ -107,8 +124,7 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
     for (size_t i = 0; i < s->tunnels.size(); ++i) {
         TunnelConf& t = s->tunnels[i];
         const PortConf& op = s->ports[t.outer_port];
-        const auto& src_mac = op.has_mac ? op.mac : port_macs.at(t.outer_port);
-        build_template(t, src_mac, cfg.next_hop_macs.at(i));
+        build_template(t, op.mac, cfg.next_hop_macs.at(i));
         for (const auto& r : t.routes) {
             const int rc = r.family == 4
                                ? rte_lpm_add(s->lpm4, load32(r.addr.data()), r.len, static_cast<uint32_t>(i))

@@ -468,8 +468,10 @@ Config build(const toml::table& root, const std::string& source_name) {
     c.only_keys(root, "", {"eal", "gateway", "ports", "tunnels", "classes"});
     if (const toml::node* gw = root.get("gateway")) {
         if (const toml::table* t = table_at(c, *gw, "gateway")) {
-            c.only_keys(*t, "gateway", {"workers"});
+            c.only_keys(*t, "gateway", {"workers", "icmp_rate"});
             cfg.workers = static_cast<unsigned>(c.integer(*t, "gateway", "workers", 1, 128, false).value_or(0));
+            cfg.icmp_rate =
+                static_cast<uint32_t>(c.integer(*t, "gateway", "icmp_rate", 0, 1000000, false).value_or(100));
         }
     }
     if (const toml::node* eal = root.get("eal")) {

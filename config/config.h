@@ -23,6 +23,7 @@ struct Config {
     std::string path;
     std::vector<std::string> eal_args;
     unsigned workers = 0;  // [gateway] workers; 0: every lcore but the main one.
+    uint32_t icmp_rate = 100;  // [gateway] icmp_rate: ICMP errors per second per worker.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
     std::vector<TunnelConf> tunnels;  // Templates not yet built.

@@ -33,6 +33,14 @@ void print_counters(std::FILE* out, const Snapshot& s, const std::vector<const W
                      sum(ws, [slot](auto& w) -> auto& { return w.class_bytes[slot]; }));
     }
     std::fprintf(out, "dscp_rewrites: %" PRIu64 "\n", sum(ws, [](auto& w) -> auto& { return w.dscp_rewrites; }));
+    std::fprintf(out, "local:\n");
+    for (size_t r = 1; r < static_cast<size_t>(LocalReply::count_); ++r)
+        std::fprintf(out, "  %-20s %" PRIu64 "\n", kLocalReplyNames[r],
+                     sum(ws, [r](auto& w) -> auto& { return w.local_replies[r]; }));
+    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_too_big_sent",
+                 sum(ws, [](auto& w) -> auto& { return w.icmp_too_big_sent; }));
+    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_rate_limited",
+                 sum(ws, [](auto& w) -> auto& { return w.icmp_rate_limited; }));
     std::fprintf(out, "tunnels:\n");
     for (size_t i = 0; i < s.tunnels.size(); ++i) {
         std::fprintf(out,

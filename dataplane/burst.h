@@ -3,9 +3,11 @@
 #pragma once
 
 #include <rte_branch_prediction.h>
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
+#include "dataplane/local.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/stats.h"
 
@@ -14,11 +16,35 @@ namespace dscpgw {
 inline constexpr uint16_t kBurst = 32;
 inline constexpr uint16_t kPrefetchAhead = 4;
 
+// Per-worker mutable state of the burst function: the ICMP error token bucket (RFC 1812 4.3.2.8
+// and RFC 4443 2.4(f): ICMP errors must be rate-limited).
+struct BurstState {
+    uint64_t icmp_tokens = 0;
+    uint64_t icmp_last_tsc = 0;
+
+    bool take_icmp_token(uint32_t rate) {
+        if (rate == 0) return false;
+        const uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
+        if (icmp_last_tsc == 0) {
+            icmp_last_tsc = now;
+            icmp_tokens = rate;
+        }
+        const uint64_t earned = (now - icmp_last_tsc) * rate / hz;
+        if (earned != 0) {
+            icmp_tokens = std::min<uint64_t>(icmp_tokens + earned, rate);
+            icmp_last_tsc = now;
+        }
+        if (icmp_tokens == 0) return false;
+        --icmp_tokens;
+        return true;
+    }
+};
+
 // Sink: void operator()(uint16_t out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*,
 // const Verdict&), called for every packet after processing (a no-op in workers).
 template <typename Sink, typename Observer>
 inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
-                          WorkerStats& st, Sink&& sink, Observer&& observe) {
+                          WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0;
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
     for (uint16_t i = 0; i < n; ++i) {
@@ -32,7 +58,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
         } else {
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
             v = process_packet(s, rx_port, f);
-            if (likely(v.drop == DropReason::none)) {
+            if (likely(v.drop == DropReason::none)) {  // Also true for local replies.
                 m->data_off = static_cast<uint16_t>(f.headroom);
                 m->data_len = static_cast<uint16_t>(f.len);
                 m->pkt_len = f.len;
@@ -48,8 +74,30 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
         }
         if (v.dscp_rewritten) st.dscp_rewrites.inc();
         observe(static_cast<const rte_mbuf*>(m), v);
+        if (unlikely(v.local != LocalReply::none)) {
+            st.local_replies[static_cast<size_t>(v.local)].inc();
+            sink(v.out_port, m);
+            continue;
+        }
         if (unlikely(v.drop != DropReason::none)) {
             st.drops[static_cast<size_t>(v.drop)].inc();
+            if (v.pmtu != 0) {
+                if (bs.take_icmp_token(s.icmp_rate)) {
+                    const PortConf& port = s.ports[rx_port];
+                    Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
+                    if (make_too_big(port, port.has_icmp_src4 ? port.icmp_src4.data() : nullptr,
+                                     port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, v.pmtu, f)) {
+                        m->data_off = static_cast<uint16_t>(f.headroom);
+                        m->data_len = static_cast<uint16_t>(f.len);
+                        m->pkt_len = f.len;
+                        st.icmp_too_big_sent.inc();
+                        sink(rx_port, m);
+                        continue;
+                    }
+                } else {
+                    st.icmp_rate_limited.inc();
+                }
+            }
             rte_pktmbuf_free(m);
             continue;
         }

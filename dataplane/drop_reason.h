@@ -27,7 +27,8 @@ namespace dscpgw {
       "option or OAM frame")                                                                     \
     X(unsupported_payload, "Geneve protocol type other than Ethernet (0x6558)")                  \
     X(bad_inner_frame, "decapsulated frame too short or its inner IP header malformed")          \
-    X(ecn_ce_on_not_ect, "outer CE over a Not-ECT inner packet (RFC 6040 section 4.2)")
+    X(ecn_ce_on_not_ect, "outer CE over a Not-ECT inner packet (RFC 6040 section 4.2)")        \
+    X(local_unhandled, "addressed to the gateway itself but not ARP, Neighbor Solicitation or echo")
 
 enum class DropReason : uint8_t {
     none = 0,

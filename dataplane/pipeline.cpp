@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "dataplane/local.h"
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -75,7 +76,7 @@ constexpr uint32_t outer_hdr_len() {
 // Pushes the tunnel's outer headers in front of the inner frame. The tunnel type only changes the
 // template's bytes (built by the control side), so only the address family specialises the code.
 template <bool kV6>
-DropReason encap(const TunnelConf& t, Frame& f, const ParsedPacket& pp, uint8_t inner_tos) {
+DropReason encap(const TunnelConf& t, Frame& f, const ParsedPacket& pp, uint8_t inner_tos, uint16_t& pmtu) {
     constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
     // RFC 7348 section 6.1: the inner VLAN tag is local to the LAN and not carried; the inner
@@ -83,7 +84,12 @@ DropReason encap(const TunnelConf& t, Frame& f, const ParsedPacket& pp, uint8_t 
     const uint32_t tags = pp.vlan_tags * kVlanLen;
     const uint32_t inner_len = kEthLen + pp.ip_len;
     const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
-    if (outer_ip_len > t.outer_mtu) return DropReason::too_big;
+    if (outer_ip_len > t.outer_mtu) {
+        // RoCE sets DF: tell the sender the inner MTU that fits rather than dropping silently.
+        if (pp.ip_ver == 6 || ipv4_df(pp, f.data))
+            pmtu = static_cast<uint16_t>(t.outer_mtu - (ip_hdr_len + kUdpLen + 8 + kEthLen));
+        return DropReason::too_big;
+    }
     if (f.headroom + tags < hdr_len) return DropReason::no_headroom;
     if (tags != 0) {
         std::memmove(f.data + tags, f.data, 2 * 6);
@@ -174,11 +180,37 @@ DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
 
 }  // namespace
 
+namespace {
+
+bool for_port(const PortConf& port, const ParsedPacket& pp) {
+    return pp.ip_ver == 4 ? port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0
+                          : port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0;
+}
+
+bool is_ns(const ParsedPacket& pp, const uint8_t* frame) {
+    return pp.ip_ver == 6 && pp.proto == kProtoIcmp6 && pp.l4_off != 0 && pp.l4_off < pp.l3_off + pp.ip_len &&
+           frame[pp.l4_off] == 135;
+}
+
+}  // namespace
+
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
-    (void)rx_port;
     Verdict v;
     ParsedPacket pp;
     if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;
+    const PortConf& port = s.ports[rx_port];
+    // Routed mode: the LAN's hosts talk to the gateway's own address on this port.
+    if ((port.has_ipv4 || port.has_ipv6) && (pp.ip_ver == 0 || for_port(port, pp) || is_ns(pp, f.data))) {
+        v.local = answer_local(port, pp, f);
+        if (v.local != LocalReply::none) {
+            v.out_port = rx_port;
+            return v;
+        }
+        if (pp.ip_ver != 0 && for_port(port, pp)) {
+            v.drop = DropReason::local_unhandled;
+            return v;
+        }
+    }
     if (pp.ip_ver == 0) {
         v.drop = DropReason::not_ip;
         return v;
@@ -206,7 +238,7 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     const TunnelConf& t = s.tunnels[nh];
     v.tunnel_id = static_cast<int16_t>(nh);
     v.out_port = t.outer_port;
-    v.drop = t.outer_v6 ? encap<true>(t, f, pp, tos) : encap<false>(t, f, pp, tos);
+    v.drop = t.outer_v6 ? encap<true>(t, f, pp, tos, v.pmtu) : encap<false>(t, f, pp, tos, v.pmtu);
     return v;
 }
 
@@ -216,15 +248,19 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
     const PortConf& port = s.ports[rx_port];
     ParsedPacket op;
     if ((v.drop = parse_packet(f.data, f.len, op)) != DropReason::none) return v;
-    if (op.ip_ver == 0) {
-        v.drop = DropReason::not_tunnel;
+    if (op.ip_ver == 0 || is_ns(op, f.data)) {
+        // The underlay resolves our VTEP address: ARP and Neighbor Solicitation.
+        v.local = answer_local(port, op, f);
+        if (v.local != LocalReply::none) {
+            v.out_port = rx_port;
+            v.decap = false;
+            return v;
+        }
+        v.drop = op.ip_ver == 0 ? DropReason::not_tunnel : DropReason::not_local;
         return v;
     }
     v.dscp_in = op.dscp();
-    const bool local = op.ip_ver == 4
-                           ? port.has_ipv4 && std::memcmp(op.dst, port.ipv4.data(), 4) == 0
-                           : port.has_ipv6 && std::memcmp(op.dst, port.ipv6.data(), 16) == 0;
-    if (!local) {
+    if (!for_port(port, op)) {
         v.drop = DropReason::not_local;
         return v;
     }
@@ -233,6 +269,15 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
         return v;
     }
     if (op.proto != kProtoUdp) {
+        // The VTEP answers pings so the underlay can check the path to it.
+        if (op.proto == kProtoIcmp || op.proto == kProtoIcmp6) {
+            v.local = answer_local(port, op, f);
+            if (v.local != LocalReply::none) {
+                v.out_port = rx_port;
+                v.decap = false;
+                return v;
+            }
+        }
         v.drop = DropReason::not_tunnel;
         return v;
     }

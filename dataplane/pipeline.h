@@ -18,6 +18,11 @@ struct Frame {
     uint32_t headroom;
 };
 
+// Replies the gateway makes to traffic for its own addresses (dataplane/local.h).
+enum class LocalReply : uint8_t { none, arp, icmp_echo, nd_advert, icmp6_echo, count_ };
+inline constexpr const char* kLocalReplyNames[] = {"none", "arp_reply", "icmp_echo_reply", "nd_advert",
+                                                   "icmp6_echo_reply"};
+
 struct Verdict {
     DropReason drop = DropReason::none;
     uint16_t out_port = 0;
@@ -29,6 +34,8 @@ struct Verdict {
     bool dscp_rewritten = false;
     bool outer_remarked = false;
     bool ce_marked = false;
+    LocalReply local = LocalReply::none;  // Answered locally: the frame is the reply, out of rx port.
+    uint16_t pmtu = 0;  // With too_big on the inner path: the MTU to signal back (DF or IPv6 only).
 };
 
 // First-match classification; returns the class index or -1.

@@ -67,6 +67,11 @@ struct PortConf {
         TunnelType type;
     };
     std::vector<TunnelUdpPort> tunnel_udp_ports;
+    // Source addresses of the ICMP errors this port's senders get: its own address, else the first
+    // outer port's VTEP address of the family (filled in by build_snapshot).
+    bool has_icmp_src4 = false, has_icmp_src6 = false;
+    std::array<uint8_t, 4> icmp_src4{};
+    std::array<uint8_t, 16> icmp_src6{};
 };
 
 inline constexpr int16_t kDscpInherit = -1;
@@ -116,6 +121,7 @@ static_assert(sizeof(DecapKey) == 32);
 
 struct Snapshot {
     uint64_t generation = 0;
+    uint32_t icmp_rate = 100;  // ICMP errors per second per worker; 0: none.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
     std::vector<TunnelConf> tunnels;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "dataplane/drop_reason.h"
+#include "dataplane/pipeline.h"
 #include "dataplane/snapshot.h"
 
 namespace dscpgw {
@@ -33,6 +34,8 @@ struct alignas(64) WorkerStats {
     Counter ecn_ce_marked[kMaxTunnels];  // Inner ECT packets turned CE on decap.
     Counter drops[kDropReasonCount];
     Counter dscp_rewrites;
+    Counter local_replies[static_cast<size_t>(LocalReply::count_)];  // ARP, echo, ND answered.
+    Counter icmp_too_big_sent, icmp_rate_limited;
     Counter tx_failed;  // Accepted by the dataplane but refused by the port's TX queue.
     Counter busy_cycles, idle_cycles, polls;
 };

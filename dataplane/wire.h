@@ -256,6 +256,23 @@ inline uint16_t csum_update16(uint16_t hc, uint16_t old_word, uint16_t new_word)
     return static_cast<uint16_t>(~sum);
 }
 
+// One's-complement sum of big-endian 16-bit words (RFC 1071), unfolded; for the slow paths that
+// build whole headers (ICMP errors, Neighbor Advertisements).
+inline uint32_t sum16(const uint8_t* p, size_t n, uint32_t sum = 0) {
+    for (size_t i = 0; i + 1 < n; i += 2) sum += load16(p + i);
+    if (n & 1) sum += static_cast<uint32_t>(p[n - 1]) << 8;
+    return sum;
+}
+
+inline uint16_t csum_finish(uint32_t sum) {
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(~sum);
+}
+
+inline constexpr uint16_t kEtherTypeArp = 0x0806;
+inline constexpr uint8_t kProtoIcmp = 1;
+inline constexpr uint8_t kProtoIcmp6 = 58;
+
 // Rewrites the TOS byte of an IPv4 header and patches its checksum incrementally.
 inline void set_ipv4_tos(uint8_t* ip4, uint8_t tos) {
     const uint16_t old_word = load16(ip4);

@@ -36,6 +36,7 @@ int worker_main(void* arg) {
     const Snapshot& s = *c.snap;
     const size_t nports = s.ports.size();
     TxQueue txq[kMaxPorts];
+    BurstState bs;
     WorkerStats& st = *c.stats;
     while (!c.stop->load(std::memory_order_relaxed)) {
         const uint64_t t0 = rte_rdtsc();
@@ -47,7 +48,7 @@ int worker_main(void* arg) {
             if (n == 0) continue;
             got += n;
             process_burst(
-                s, static_cast<uint16_t>(p), pkts, n, st,
+                s, static_cast<uint16_t>(p), pkts, n, st, bs,
                 [&](uint16_t out, rte_mbuf* m) {
                     TxQueue& q = txq[out];
                     q.pkts[q.n++] = m;

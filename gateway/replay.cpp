@@ -39,13 +39,16 @@ void print_trace(uint64_t index, const Snapshot& s, const Verdict& v) {
     else if (v.dscp_in >= 0)
         std::snprintf(dscp, sizeof dscp, "%d", v.dscp_in);
     const char* tun = v.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(v.tunnel_id)].name.c_str() : "-";
-    if (v.drop == DropReason::none)
+    if (v.local != LocalReply::none)
+        std::printf("%" PRIu64 " class=- dscp=- tunnel=- reply=%s port=%s\n", index,
+                    kLocalReplyNames[static_cast<size_t>(v.local)], s.ports[v.out_port].name.c_str());
+    else if (v.drop == DropReason::none)
         std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s\n", index, cls, dscp, tun,
                     v.decap ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
                     v.outer_remarked ? " outer_dscp_remarked" : "", v.ce_marked ? " ce_marked" : "");
     else
-        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s\n", index, cls, dscp, tun,
-                    std::string(drop_reason_name(v.drop)).c_str());
+        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s\n", index, cls, dscp, tun,
+                    std::string(drop_reason_name(v.drop)).c_str(), v.pmtu ? " pmtu" : "");
 }
 
 }  // namespace
@@ -113,6 +116,7 @@ int cmd_replay(const ReplayOptions& o) {
             return 1;
         }
         auto stats = std::make_unique<WorkerStats>();
+        BurstState bs;
         const uint32_t max_frame = kDataRoom - RTE_PKTMBUF_HEADROOM;
         uint64_t index = 0, skipped = 0;
         bool done = false;
@@ -161,7 +165,7 @@ int cmd_replay(const ReplayOptions& o) {
             // running position tells the sink which input frame it got.
             uint16_t seen = 0;
             process_burst(
-                *snap, static_cast<uint16_t>(rx_port), burst, n, *stats,
+                *snap, static_cast<uint16_t>(rx_port), burst, n, *stats, bs,
                 [&](uint16_t port, rte_mbuf* m) { tx.push_back({port, m, hdrs[seen - 1].ts}); },
                 [&](const rte_mbuf*, const Verdict& v) {
                     ++seen;

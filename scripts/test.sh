@@ -54,7 +54,7 @@ corpus=$log/corpus
 /usr/bin/python3 tests/fuzz/make_corpus.py "$corpus/seeds" >/dev/null 2>&1
 mkdir -p "$corpus/work"
 if ASAN_OPTIONS=detect_leaks=0 ./build-san/tests/fuzz_packet -max_total_time="${FUZZ_SECONDS:-60}" \
-     -max_len=9100 -print_final_stats=1 -artifact_prefix="$log/" "$corpus/work" "$corpus/seeds" \
+     -max_len=9300 -print_final_stats=1 -artifact_prefix="$log/" "$corpus/work" "$corpus/seeds" \
      >"$log/fuzz.log" 2>&1; then
   grep -E '^(Done|stat::number_of_executed_units)' "$log/fuzz.log" | sed 's/^/   /'
   echo "   1 passed, 0 failed"

@@ -14,6 +14,8 @@ name = "lan"
 role = "inner"
 device = "a"
 mtu = 9000
+ipv4 = "10.0.0.1/8"
+ipv6 = "fd00::1/64"
 [[ports]]
 name = "wan"
 role = "outer"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/common/dataplane_fixture.h"
+#include "dataplane/local.h"
 #include "dataplane/pipeline.h"
 #include "gateway/eal.h"
 
@@ -38,7 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::unique_ptr<uint8_t[]> buf(new uint8_t[headroom + len]);
     std::memcpy(buf.get() + headroom, data + 1, len);
     dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom};
-    const dscpgw::Verdict v = dscpgw::process_packet(*g_snap, port, f);
+    dscpgw::Verdict v = dscpgw::process_packet(*g_snap, port, f);
+    if (v.pmtu != 0) {
+        // The ICMP error is built in the same buffer, as the burst glue does.
+        const dscpgw::PortConf& p = g_snap->ports[port];
+        f = dscpgw::Frame{buf.get() + headroom, static_cast<uint32_t>(len), headroom};
+        if (dscpgw::make_too_big(p, p.icmp_src4.data(), p.icmp_src6.data(), v.pmtu, f))
+            v.drop = dscpgw::DropReason::none;
+    }
     if (v.drop == dscpgw::DropReason::none) {
         // The result must lie inside the buffer.
         if (f.data < buf.get() || f.data + f.len > buf.get() + headroom + len + 0 ||

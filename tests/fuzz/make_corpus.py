@@ -28,6 +28,19 @@ for p in inner[:3]:
     seeds.append(bytes([0xFF]) + raw(pktlib.encap(p, "vxlan", "198.18.7.8", "198.18.0.1", 300)))
     seeds.append(bytes([0xFF]) + raw(pktlib.encap(p, "geneve", "198.18.7.7", "198.18.0.1", 100,
                                                     options=bytes([0, 1, 2, 1, 0, 0, 0, 0]))))
+# The gateway's own addresses: ARP, ND, echo; and a DF packet too big for its tunnel.
+from scapy.all import ARP, ICMP, IP, IPv6, Ether  # noqa: E402
+from scapy.layers.inet6 import ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr, ICMPv6EchoRequest  # noqa: E402
+local = [Ether() / ARP(psrc="198.18.7.7", pdst="198.18.0.1"),
+         Ether() / IP(src="198.18.7.7", dst="198.18.0.1") / ICMP(),
+         Ether() / IPv6(src="2001:db8:18::99", dst="ff02::1:ff00:1", hlim=255) / ICMPv6ND_NS(tgt="2001:db8:18::1") /
+         ICMPv6NDOptSrcLLAddr(lladdr="02:00:00:00:00:fe"),
+         Ether() / IPv6(src="2001:db8:18::99", dst="2001:db8:18::1") / ICMPv6EchoRequest()]
+for p in local:
+    seeds.append(bytes([0xFF]) + raw(p))
+seeds.append(bytes([0xFE]) + raw(Ether() / ARP(psrc="10.0.0.5", pdst="10.0.0.1")))
+seeds.append(bytes([0xFE]) + raw(pktlib.roce("10.1.0.5", "172.16.0.1", payload=9000)))
+seeds.append(bytes([0xFE]) + raw(pktlib.roce("fd00::5", "fc00::9", payload=9100)))
 for f in sorted(glob.glob(os.path.join(captures, "*", "*.pcap"))):
     for i, p in enumerate(rdpcap(f)[:20]):
         seeds.append(bytes([0xFE | (i & 1)]) + raw(p))

@@ -18,7 +18,9 @@ logging.getLogger("scapy").setLevel(logging.ERROR)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from scapy.all import IP, IPv6, UDP, TCP, Ether, Dot1Q, ARP, Raw, raw, rdpcap, wrpcap, VXLAN  # noqa
+from scapy.all import IP, IPv6, UDP, TCP, ICMP, Ether, Dot1Q, ARP, Raw, raw, rdpcap, wrpcap, VXLAN  # noqa
+from scapy.layers.inet6 import (ICMPv6EchoRequest, ICMPv6EchoReply, ICMPv6ND_NS, ICMPv6ND_NA,  # noqa
+                                ICMPv6NDOptSrcLLAddr, ICMPv6NDOptDstLLAddr, ICMPv6PacketTooBig)
 from scapy.contrib.roce import BTH  # noqa
 import pktlib  # noqa
 from pktlib import roce, other, encap  # noqa
@@ -74,6 +76,8 @@ def parse_counters(out):
         f = line.split()
         if section == "drops":
             c["drop." + f[0]] = int(f[1])
+        elif section == "local":
+            c["local." + f[0]] = int(f[1])
         elif section == "classes":
             name = " ".join(f[:-4])
             c["class." + name] = int(f[-4])
@@ -288,8 +292,11 @@ def encap_drops_are_named_and_counted():
     eq(r.c("drop.no_route"), 1, "no_route")
     eq(r.c("drop.truncated"), 4, "truncated")
     eq(r.c("drop.bad_ip_header"), 1, "bad_ip_header")
-    eq(len(r.outs), 1, "one frame out")
-    eq(r.outs[0][Ether].src, "02:00:00:00:00:03", "default MAC of port 3 in replay")
+    eq(len(r.outs), 2, "the ICMP error for the DF packet and one encapsulated frame")
+    icmp = r.outs[0]
+    eq((icmp[IP].src, icmp[IP].dst), ("198.18.0.1", "10.10.0.5"), "ICMP from the gateway to the sender")
+    eq((icmp[ICMP].type, icmp[ICMP].code, icmp[ICMP].nexthopmtu), (3, 4, 1500), "Fragmentation Needed, MTU 1550-50")
+    eq(r.outs[1][Ether].src, "02:00:00:00:00:03", "default MAC of port 3 in replay")
 
 
 @test
@@ -452,7 +459,7 @@ def decap_drops_are_named_and_counted():
         (Ether(raw(Ether() / IP(src="198.18.7.7", dst="198.18.0.1") / UDP(dport=53) / Raw(b"q" * 20))),
          "drop=not_tunnel"),
         (Ether(raw(Ether() / IP(src="198.18.7.7", dst="198.18.0.1") / TCP(dport=6081))), "drop=not_tunnel"),
-        (Ether(src="02:00:00:00:00:fe", dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="198.18.0.1"), "drop=not_tunnel"),
+        (Ether(src="02:00:00:00:00:fe", dst="ff:ff:ff:ff:ff:ff") / ARP(pdst="198.18.0.99"), "drop=not_tunnel"),
         (encap(inner, "vxlan", "198.18.7.8", "198.18.0.1", 300, vxlan_flags=0x00), "drop=bad_tunnel_header"),
         (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, options=crit_opt), "drop=bad_tunnel_header"),
         (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, options=crit_opt, gflags=0x40),
@@ -541,6 +548,114 @@ def decap_real_vxlan_capture():
                           remote="192.168.202.1", vni=100)
     eq(r.c("tunnel.t.decap"), 5, "frames towards 192.168.203.1")
     eq(r.c("drop.not_local"), 5, "the reverse direction")
+
+
+# ---------------------------------------------------------------------------------------------
+# The gateway's own addresses: ARP, ND, echo, and PMTU signalling
+
+VTEP_MAC = "02:00:00:00:00:01"
+PEER_MAC = "02:00:00:00:00:fe"
+
+
+def icmp_ok(p):
+    c = p.copy()
+    c[ICMP].chksum = None
+    return ICMP(raw(c[ICMP])).chksum == p[ICMP].chksum
+
+
+def icmp6_ok(ip6):
+    c = ip6.copy()
+    c.payload.cksum = None
+    return IPv6(raw(c)).payload.cksum == ip6.payload.cksum
+
+
+@test
+def vtep_answers_arp_ping_and_nd():
+    pkts = [
+        Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=PEER_MAC, psrc="198.18.7.7", pdst="198.18.0.1"),
+        Ether(src=PEER_MAC, dst=VTEP_MAC) / IP(src="198.18.7.7", dst="198.18.0.1", ttl=5) / ICMP(id=7, seq=1) / Raw(b"ping" * 10),
+        Ether(src=PEER_MAC, dst="33:33:ff:00:00:01") / IPv6(src="2001:db8:18::99", dst="ff02::1:ff00:1", hlim=255) /
+        ICMPv6ND_NS(tgt="2001:db8:18::1") / ICMPv6NDOptSrcLLAddr(lladdr=PEER_MAC),
+        Ether(src=PEER_MAC, dst="33:33:ff:00:00:01") / IPv6(src="::", dst="ff02::1:ff00:1", hlim=255) /
+        ICMPv6ND_NS(tgt="2001:db8:18::1"),  # DAD probe: no option, so the answer is longer
+        Ether(src=PEER_MAC, dst=VTEP_MAC) / IPv6(src="2001:db8:18::99", dst="2001:db8:18::1") / ICMPv6EchoRequest(id=9, seq=2, data=b"x" * 20),
+        # Not ours, or not a question: no answer.
+        Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=PEER_MAC, psrc="198.18.7.7", pdst="198.18.0.2"),
+        Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=2, hwsrc=PEER_MAC, psrc="198.18.7.7", pdst="198.18.0.1"),
+        Ether(src=PEER_MAC, dst="33:33:ff:00:00:01") / IPv6(src="2001:db8:18::99", dst="ff02::1:ff00:1", hlim=64) /
+        ICMPv6ND_NS(tgt="2001:db8:18::1"),  # hop limit not 255: RFC 4861 says ignore
+        Ether(src=PEER_MAC, dst=VTEP_MAC) / IP(src="198.18.7.7", dst="198.18.0.1") / ICMP(type=0),
+    ]
+    pkts = [Ether(raw(p)) for p in pkts]
+    r = replay(pkts, port="wan")
+    eq([r.verdict(i) for i in range(1, 10)],
+       ["reply=arp_reply", "reply=icmp_echo_reply", "reply=nd_advert", "reply=nd_advert", "reply=icmp6_echo_reply",
+        "drop=not_tunnel", "drop=not_tunnel", "drop=not_local", "drop=not_tunnel"], "verdicts")
+    arp, echo, na, dad, echo6 = r.outs
+    eq((arp.dst, arp.src), (PEER_MAC, VTEP_MAC), "ARP reply Ethernet")
+    eq((arp[ARP].op, arp[ARP].hwsrc, arp[ARP].psrc, arp[ARP].hwdst, arp[ARP].pdst),
+       (2, VTEP_MAC, "198.18.0.1", PEER_MAC, "198.18.7.7"), "ARP reply")
+    eq((echo[IP].src, echo[IP].dst, echo[ICMP].type, echo[ICMP].id, echo[ICMP].seq), ("198.18.0.1", "198.18.7.7", 0, 7, 1),
+       "echo reply")
+    eq(raw(echo[ICMP].payload), b"ping" * 10, "echo data returned")
+    assert pktlib.ipv4_csum_ok(echo[IP]) and icmp_ok(echo), "echo reply checksums"
+    eq((na.dst, na[IPv6].src, na[IPv6].dst, na[IPv6].hlim), (PEER_MAC, "2001:db8:18::1", "2001:db8:18::99", 255), "NA addressing")
+    eq((na[ICMPv6ND_NA].tgt, na[ICMPv6ND_NA].S, na[ICMPv6ND_NA].O, na[ICMPv6ND_NA].R), ("2001:db8:18::1", 1, 1, 0), "NA flags")
+    eq(na[ICMPv6NDOptDstLLAddr].lladdr, VTEP_MAC, "target link-layer address")
+    assert icmp6_ok(na[IPv6]), "NA checksum"
+    eq((dad.dst, dad[IPv6].dst, dad[ICMPv6ND_NA].S), ("33:33:00:00:00:01", "ff02::1", 0), "DAD answered to all-nodes, unsolicited")
+    assert icmp6_ok(dad[IPv6]), "DAD NA checksum"
+    eq((echo6[IPv6].src, echo6[IPv6].dst, echo6[ICMPv6EchoReply].id, echo6[ICMPv6EchoReply].data),
+       ("2001:db8:18::1", "2001:db8:18::99", 9, b"x" * 20), "ICMPv6 echo reply")
+    assert icmp6_ok(echo6[IPv6]), "ICMPv6 echo checksum"
+    eq((r.c("local.arp_reply"), r.c("local.nd_advert"), r.c("local.icmp_echo_reply"), r.c("local.icmp6_echo_reply")),
+       (1, 2, 1, 1), "local counters")
+
+
+@test
+def routed_inner_port_answers_for_its_address():
+    cfg = os.path.join(TMP, "routed.toml")
+    with open(GW) as f:
+        text = f.read()
+    with open(cfg, "w") as f:
+        f.write(text.replace('device = "net_null0"\nmtu = 1500',
+                             'device = "net_null0"\nmtu = 1500\nipv4 = "10.10.0.1/24"\nmac = "02:00:00:00:10:01"', 1))
+    pkts = [Ether(raw(Ether(src=pktlib.HOST_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=pktlib.HOST_MAC, psrc="10.10.0.5", pdst="10.10.0.1"))),
+            Ether(raw(Ether(src=pktlib.HOST_MAC, dst=pktlib.LAN_MAC) / IP(src="10.10.0.5", dst="10.10.0.1") / ICMP())),
+            Ether(raw(Ether(src=pktlib.HOST_MAC, dst=pktlib.LAN_MAC) / IP(src="10.10.0.5", dst="10.10.0.1") / UDP(dport=53))),
+            roce("10.10.0.5", "10.60.0.9", payload=1600)]
+    r = replay(pkts, cfg=cfg)
+    eq([r.verdict(i) for i in range(1, 5)], ["reply=arp_reply", "reply=icmp_echo_reply", "drop=local_unhandled",
+                                             "drop=too_big"], "verdicts")
+    eq(r.outs[0][ARP].psrc, "10.10.0.1", "ARP for the LAN address")
+    eq(r.outs[2][IP].src, "10.10.0.1", "PMTU error from the LAN address of the gateway")
+
+
+@test
+def pmtu_signalled_for_df_and_ipv6_rate_limited():
+    df = roce("10.10.0.5", "10.60.0.1", tos=0x02, payload=1480)
+    nodf = df.copy()
+    nodf[IP].flags = 0
+    nodf[IP].chksum = None
+    nodf = Ether(raw(nodf))
+    big6 = roce("fd00:10::5", "fd00:20::9", payload=9000)  # 9064-byte IPv6 packet, geneve4 carries 8950
+    r = replay([df, nodf, big6], cfg=GW)
+    eq([r.trace[i][3] for i in range(1, 4)], ["drop=too_big pmtu", "drop=too_big", "drop=too_big pmtu"], "verdicts")
+    eq(len(r.outs), 2, "two ICMP errors, none for the packet without DF")
+    e4, e6 = r.outs
+    eq((e4.dst, e4.src), (pktlib.HOST_MAC, "02:00:00:00:00:01"), "back to the sender's MAC from the lan port's")
+    eq((e4[IP].src, e4[IP].dst, e4[IP].tos), ("198.18.0.1", "10.10.0.5", 0xC0), "ICMP addressing")
+    eq((e4[ICMP].type, e4[ICMP].code, e4[ICMP].nexthopmtu), (3, 4, 1500), "Fragmentation Needed, 1550 - 50")
+    assert pktlib.ipv4_csum_ok(e4[IP]) and icmp_ok(e4), "checksums"
+    eq(len(e4[IP]), 576, "RFC 1812: quote up to 576 bytes")
+    quoted = IP(raw(e4[ICMP].payload))
+    eq((quoted.src, quoted.dst, quoted[UDP].dport), ("10.10.0.5", "10.60.0.1", 4791), "quotes the original")
+    eq((e6[IPv6].src, e6[IPv6].dst), ("2001:db8:18::1", "fd00:10::5"), "PTB addressing")
+    eq((e6[ICMPv6PacketTooBig].mtu, len(e6[IPv6])), (9000 - 50, 1280), "PTB with the MTU, quoting to 1280 bytes")
+    assert icmp6_ok(e6[IPv6]), "PTB checksum"
+    # The bucket holds icmp_rate (100) tokens; a burst of 150 gets 100 answers.
+    r = replay([df] * 150, cfg=GW)
+    eq((len(r.outs), r.c("local.icmp_too_big_sent"), r.c("local.icmp_rate_limited")), (100, 100, 50), "rate limit")
 
 
 # ---------------------------------------------------------------------------------------------

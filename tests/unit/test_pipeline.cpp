@@ -23,6 +23,7 @@ name = "lan"
 role = "inner"
 device = "net_null0"
 mtu = 1500
+ipv4 = "10.10.0.1/24"
 
 [[ports]]
 name = "wan"
@@ -270,6 +271,8 @@ TEST_F(Pipeline, EveryDropReason) {
         {"unsupported_payload", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x0800),
          DropReason::unsupported_payload},
         {"bad_inner_frame", kWan, gen("198.18.7.7", "198.18.0.1", 100, Bytes(9, 1)), DropReason::bad_inner_frame},
+        {"local_unhandled", kLan, PacketBuilder().eth().ipv4("10.10.0.5", "10.10.0.1", 0).udp(1, 53).payload(8).build(),
+         DropReason::local_unhandled},
         {"ecn_ce_on_not_ect", kWan,
          PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", 3).udp(50000, 6081, false).geneve(100)
              .raw(inner).build(),
@@ -325,7 +328,8 @@ TEST(Burst, CountsAndMultiSegmentDropped) {
     ASSERT_EQ(rte_pktmbuf_chain(pkts[3], tail), 0);
     auto st = std::make_unique<WorkerStats>();
     std::vector<rte_mbuf*> out;
-    process_burst(*snap, kLan, pkts, 4, *st, [&](uint16_t port, rte_mbuf* m) {
+    BurstState bs;
+    process_burst(*snap, kLan, pkts, 4, *st, bs, [&](uint16_t port, rte_mbuf* m) {
         EXPECT_EQ(port, kWan);
         out.push_back(m);
     }, NoObserver{});

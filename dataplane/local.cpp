@@ -1,0 +1,226 @@
+#include "dataplane/local.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dataplane/wire.h"
+
+namespace dscpgw {
+
+using namespace wire;
+
+namespace {
+
+constexpr uint8_t kIcmpEchoReply = 0, kIcmpUnreachable = 3, kIcmpEcho = 8;
+constexpr uint8_t kIcmpFragNeeded = 4;
+constexpr uint8_t kIcmp6TooBig = 2, kIcmp6Echo = 128, kIcmp6EchoReply = 129;
+constexpr uint8_t kNdSolicit = 135, kNdAdvert = 136;
+constexpr uint8_t kTtl = 64;
+constexpr size_t kArpLen = 28;
+
+// Ethernet: the reply goes back to whoever sent the request, from the port's own MAC.
+void reply_l2(const PortConf& port, uint8_t* frame) {
+    std::memcpy(frame, frame + 6, 6);
+    std::memcpy(frame + 6, port.mac.data(), 6);
+}
+
+LocalReply answer_arp(const PortConf& port, const ParsedPacket& pp, Frame& f) {
+    if (!port.has_ipv4 || f.len < pp.l3_off + kArpLen) return LocalReply::none;
+    uint8_t* a = f.data + pp.l3_off;
+    // Ethernet/IPv4 request (RFC 826) for our address; gratuitous ARP (sender == target) is no
+    // question.
+    if (load16(a) != 1 || load16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4 || load16(a + 6) != 1)
+        return LocalReply::none;
+    if (std::memcmp(a + 24, port.ipv4.data(), 4) != 0 || std::memcmp(a + 14, a + 24, 4) == 0)
+        return LocalReply::none;
+    std::memcpy(a + 18, a + 8, 10);  // Target <- sender (MAC and IP).
+    std::memcpy(a + 8, port.mac.data(), 6);
+    std::memcpy(a + 14, port.ipv4.data(), 4);
+    store16(a + 6, 2);
+    std::memcpy(f.data, a + 18, 6);
+    std::memcpy(f.data + 6, port.mac.data(), 6);
+    f.len = pp.l3_off + static_cast<uint32_t>(kArpLen);
+    return LocalReply::arp;
+}
+
+LocalReply answer_echo4(const PortConf& port, const ParsedPacket& pp, Frame& f) {
+    uint8_t* ip = f.data + pp.l3_off;
+    const uint32_t ihl = (ip[0] & 0xfu) * 4u;
+    if (pp.is_fragment || pp.ip_len < ihl + 8) return LocalReply::none;
+    uint8_t* icmp = ip + ihl;
+    if (icmp[0] != kIcmpEcho || icmp[1] != 0) return LocalReply::none;
+    reply_l2(port, f.data);
+    std::memcpy(ip + kIpv4DstOff, ip + kIpv4SrcOff, 4);
+    std::memcpy(ip + kIpv4SrcOff, port.ipv4.data(), 4);
+    const uint16_t old_ttl = load16(ip + kIpv4TtlOff);
+    const uint16_t new_ttl = static_cast<uint16_t>(kTtl << 8 | ip[kIpv4ProtoOff]);
+    store16(ip + kIpv4TtlOff, new_ttl);
+    store16(ip + kIpv4CsumOff, csum_update16(load16(ip + kIpv4CsumOff), old_ttl, new_ttl));
+    const uint16_t old_type = load16(icmp);
+    icmp[0] = kIcmpEchoReply;
+    store16(icmp + 2, csum_update16(load16(icmp + 2), old_type, load16(icmp)));
+    f.len = pp.l3_off + pp.ip_len;
+    return LocalReply::icmp_echo;
+}
+
+LocalReply answer_echo6(const PortConf& port, const ParsedPacket& pp, Frame& f) {
+    uint8_t* ip = f.data + pp.l3_off;
+    uint8_t* icmp = f.data + pp.l4_off;
+    if (pp.is_fragment || pp.l4_off + 8u > pp.l3_off + pp.ip_len) return LocalReply::none;
+    if (icmp[0] != kIcmp6Echo || icmp[1] != 0) return LocalReply::none;
+    reply_l2(port, f.data);
+    // Swapping the addresses leaves the pseudo-header sum as it was; only the type changes.
+    std::memcpy(ip + kIpv6DstOff, ip + kIpv6SrcOff, 16);
+    std::memcpy(ip + kIpv6SrcOff, port.ipv6.data(), 16);
+    ip[kIpv6HopLimitOff] = kTtl;
+    const uint16_t old_type = load16(icmp);
+    icmp[0] = kIcmp6EchoReply;
+    store16(icmp + 2, csum_update16(load16(icmp + 2), old_type, load16(icmp)));
+    f.len = pp.l3_off + pp.ip_len;
+    return LocalReply::icmp6_echo;
+}
+
+uint32_t pseudo6(const uint8_t* ip, uint32_t len, uint8_t nh) {
+    return sum16(ip + kIpv6SrcOff, 32) + (len >> 16) + (len & 0xffff) + nh;
+}
+
+// RFC 4861 section 7.2.4: a solicited advertisement for our address, with our MAC as the target
+// link-layer address option. A DAD probe (source ::) is answered to all-nodes, unsolicited.
+LocalReply answer_ns(const PortConf& port, const ParsedPacket& pp, Frame& f) {
+    const uint8_t* ip = f.data + pp.l3_off;
+    const uint8_t* ns = f.data + pp.l4_off;
+    if (pp.l4_off + 24u > pp.l3_off + pp.ip_len) return LocalReply::none;
+    if (ns[0] != kNdSolicit || ns[1] != 0 || ip[kIpv6HopLimitOff] != 255) return LocalReply::none;
+    if (std::memcmp(ns + 8, port.ipv6.data(), 16) != 0) return LocalReply::none;
+    static constexpr uint8_t kUnspecified[16] = {};
+    const bool dad = std::memcmp(ip + kIpv6SrcOff, kUnspecified, 16) == 0;
+    uint8_t dst_ip[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    uint8_t dst_mac[6] = {0x33, 0x33, 0, 0, 0, 1};
+    if (!dad) {
+        std::memcpy(dst_ip, ip + kIpv6SrcOff, 16);
+        std::memcpy(dst_mac, f.data + 6, 6);
+    }
+    const uint32_t l2 = pp.l3_off;
+    constexpr uint32_t kNaLen = 24 + 8;
+    const uint32_t need = l2 + static_cast<uint32_t>(kIpv6Len) + kNaLen;
+    if (need > f.len) {  // A request without options is shorter than our answer: grow into headroom.
+        const uint32_t grow = need - f.len;
+        if (f.headroom < grow) return LocalReply::none;
+        std::memmove(f.data - grow, f.data, l2);
+        f.data -= grow;
+        f.headroom -= grow;
+    }
+    f.len = need;
+    uint8_t* e = f.data;
+    std::memcpy(e, dst_mac, 6);
+    std::memcpy(e + 6, port.mac.data(), 6);
+    uint8_t* o = e + l2;
+    store32(o, 0x60000000u);
+    store16(o + kIpv6PayloadLenOff, kNaLen);
+    o[kIpv6NextHdrOff] = kProtoIcmp6;
+    o[kIpv6HopLimitOff] = 255;
+    std::memcpy(o + kIpv6SrcOff, port.ipv6.data(), 16);
+    std::memcpy(o + kIpv6DstOff, dst_ip, 16);
+    uint8_t* na = o + kIpv6Len;
+    na[0] = kNdAdvert;
+    na[1] = 0;
+    store16(na + 2, 0);
+    store32(na + 4, dad ? 0x20000000u : 0x60000000u);  // Override, and Solicited unless DAD.
+    std::memcpy(na + 8, port.ipv6.data(), 16);
+    na[24] = 2;  // Target link-layer address option, one 8-byte unit.
+    na[25] = 1;
+    std::memcpy(na + 26, port.mac.data(), 6);
+    store16(na + 2, csum_finish(sum16(na, kNaLen, pseudo6(o, kNaLen, kProtoIcmp6))));
+    return LocalReply::nd_advert;
+}
+
+bool unicast4(const uint8_t* a) { return a[0] != 0 && a[0] < 224 && load32(a) != 0xffffffffu; }
+
+}  // namespace
+
+LocalReply answer_local(const PortConf& port, const ParsedPacket& pp, Frame& f) {
+    if (pp.ip_ver == 0) {
+        if (load16(f.data + pp.l3_off - 2) != kEtherTypeArp) return LocalReply::none;
+        return answer_arp(port, pp, f);
+    }
+    if (pp.ip_ver == 4) {
+        if (!port.has_ipv4 || pp.proto != kProtoIcmp || std::memcmp(pp.dst, port.ipv4.data(), 4) != 0)
+            return LocalReply::none;
+        return answer_echo4(port, pp, f);
+    }
+    if (!port.has_ipv6 || pp.proto != kProtoIcmp6 || pp.is_fragment || pp.l4_off == 0 ||
+        pp.l4_off >= pp.l3_off + pp.ip_len)
+        return LocalReply::none;
+    if (f.data[pp.l4_off] == kNdSolicit) return answer_ns(port, pp, f);
+    if (std::memcmp(pp.dst, port.ipv6.data(), 16) != 0) return LocalReply::none;
+    return answer_echo6(port, pp, f);
+}
+
+bool ipv4_df(const ParsedPacket& pp, const uint8_t* frame) {
+    return pp.ip_ver == 4 && (load16(frame + pp.l3_off + kIpv4FragOff) & kIpv4FlagDf) != 0;
+}
+
+bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6, uint32_t mtu, Frame& f) {
+    ParsedPacket pp;
+    if (parse_packet(f.data, f.len, pp) != DropReason::none || pp.ip_ver == 0) return false;
+    uint8_t* ip = f.data + pp.l3_off;
+    const uint8_t* l4 = f.data + pp.l4_off;
+    if (pp.ip_ver == 4) {
+        // Never about a non-first fragment, an ICMP error, or to a source that is no host.
+        if (src4 == nullptr || (load16(ip + kIpv4FragOff) & kIpv4FragOffsetMask) != 0 || !unicast4(pp.src))
+            return false;
+        if (pp.proto == kProtoIcmp && pp.l4_off + 1u <= pp.l3_off + pp.ip_len && l4[0] != kIcmpEcho &&
+            l4[0] != kIcmpEchoReply)
+            return false;
+        constexpr uint32_t kHdr = kIpv4Len + 8;
+        // RFC 1812 4.3.2.3: as much of the original as fits in 576 bytes.
+        const uint32_t quote = std::min<uint32_t>(pp.ip_len - kHdr, 576 - kHdr);
+        uint8_t orig_src[4];
+        std::memcpy(orig_src, ip + kIpv4SrcOff, 4);
+        std::memmove(ip + kHdr, ip, quote);
+        reply_l2(port, f.data);
+        std::memset(ip, 0, kHdr);
+        ip[0] = 0x45;
+        ip[kIpv4TosOff] = 0xc0;  // CS6, as routers send control traffic.
+        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(kHdr + quote));
+        ip[kIpv4TtlOff] = kTtl;
+        ip[kIpv4ProtoOff] = kProtoIcmp;
+        std::memcpy(ip + kIpv4SrcOff, src4, 4);
+        std::memcpy(ip + kIpv4DstOff, orig_src, 4);
+        store16(ip + kIpv4CsumOff, csum_finish(sum16(ip, kIpv4Len)));
+        uint8_t* icmp = ip + kIpv4Len;
+        icmp[0] = kIcmpUnreachable;
+        icmp[1] = kIcmpFragNeeded;
+        store16(icmp + 6, static_cast<uint16_t>(std::min<uint32_t>(mtu, 0xffff)));
+        store16(icmp + 2, csum_finish(sum16(icmp, 8 + quote)));
+        f.len = pp.l3_off + kHdr + quote;
+        return true;
+    }
+    if (src6 == nullptr || pp.src[0] == 0xff) return false;
+    static constexpr uint8_t kUnspecified[16] = {};
+    if (std::memcmp(pp.src, kUnspecified, 16) == 0) return false;
+    if (pp.proto == kProtoIcmp6 && !pp.is_fragment && pp.l4_off + 1u <= pp.l3_off + pp.ip_len && l4[0] < 128)
+        return false;
+    constexpr uint32_t kHdr = kIpv6Len + 8;
+    // RFC 4443 2.4(c): as much as fits in the minimum IPv6 MTU.
+    const uint32_t quote = std::min<uint32_t>(pp.ip_len - kHdr, 1280 - kHdr);
+    uint8_t orig_src[16];
+    std::memcpy(orig_src, ip + kIpv6SrcOff, 16);
+    std::memmove(ip + kHdr, ip, quote);
+    reply_l2(port, f.data);
+    std::memset(ip, 0, kHdr);
+    store32(ip, 0x60000000u);
+    store16(ip + kIpv6PayloadLenOff, static_cast<uint16_t>(8 + quote));
+    ip[kIpv6NextHdrOff] = kProtoIcmp6;
+    ip[kIpv6HopLimitOff] = kTtl;
+    std::memcpy(ip + kIpv6SrcOff, src6, 16);
+    std::memcpy(ip + kIpv6DstOff, orig_src, 16);
+    uint8_t* icmp = ip + kIpv6Len;
+    icmp[0] = kIcmp6TooBig;
+    store32(icmp + 4, mtu);
+    store16(icmp + 2, csum_finish(sum16(icmp, 8 + quote, pseudo6(ip, 8 + quote, kProtoIcmp6))));
+    f.len = pp.l3_off + kHdr + quote;
+    return true;
+}
+
+}  // namespace dscpgw

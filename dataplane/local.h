@@ -1,0 +1,29 @@
+// Traffic for the gateway itself: ARP, ICMP echo, IPv6 Neighbor Discovery and ICMPv6 echo for a
+// port's own addresses, and the ICMP messages the gateway originates (Fragmentation Needed, Packet
+// Too Big). Each function rewrites the received frame in place into the reply, so no buffer is
+// allocated; the reply leaves by the port the request came in on.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/packet.h"
+#include "dataplane/pipeline.h"
+#include "dataplane/snapshot.h"
+
+namespace dscpgw {
+
+// Answers `f` (parsed as `pp`) if it is an ARP request, a Neighbor Solicitation, or an ICMP/ICMPv6
+// echo request for one of `port`'s addresses. Returns what was answered, or LocalReply::none with
+// the frame untouched.
+LocalReply answer_local(const PortConf& port, const ParsedPacket& pp, Frame& f);
+
+// Turns an inner packet that is too big for its tunnel into the ICMP error its sender needs
+// (RFC 1191 Fragmentation Needed with `mtu`, or RFC 8201 Packet Too Big), addressed back to it.
+// `src4`/`src6` is the address the error comes from. Returns false, frame untouched, when no error
+// may be sent (not a first fragment, an ICMP error itself, a multicast source...).
+bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6, uint32_t mtu, Frame& f);
+
+// Whether an inner IPv4 packet has DF set (IPv6 packets are never fragmented by routers).
+bool ipv4_df(const ParsedPacket& pp, const uint8_t* frame);
+
+}  // namespace dscpgw
