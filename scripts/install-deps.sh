@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-scapy tshark
   # dpdk-testpmd, the forwarding floor the throughput benchmark compares against.
   dpdk-dev
+  # Live tests and the demo: namespaces, veth, the kernel's VXLAN as a peer.
+  iproute2 ethtool iputils-ping
 )
 
 missing=()

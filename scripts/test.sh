@@ -49,6 +49,19 @@ else
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 fi
 
+echo "== interop (dscpgw run between network namespaces, Linux kernel VXLAN as the peer)"
+/usr/bin/python3 tests/interop/test_kernel_vxlan.py "$PWD/build/dscpgw" >"$log/interop.log" 2>&1
+grep -E '^(PASS|FAIL|SKIP)' "$log/interop.log" | sed 's/^/   /'
+summary=$(grep -E '^interop: ' "$log/interop.log" | tail -1)
+if [ -z "$summary" ]; then
+  tail -30 "$log/interop.log"
+  failed=$((failed + 1))
+else
+  read -r p f s < <(echo "$summary" | sed -E 's/interop: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/')
+  [ "$f" -ne 0 ] && grep -A12 '^FAIL' "$log/interop.log"
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+fi
+
 echo "== fuzz (libFuzzer, ASan+UBSan, ${FUZZ_SECONDS:-60}s over both directions)"
 corpus=$log/corpus
 /usr/bin/python3 tests/fuzz/make_corpus.py "$corpus/seeds" >/dev/null 2>&1

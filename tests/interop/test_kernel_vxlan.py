@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""Interop with real peers: `dscpgw run` between two network namespaces, the Linux kernel's VXLAN as
+the far tunnel end.
+
+  netns idc                 root netns (dscpgw)                 netns cloud
+  vi0 10.10.0.5/24 ===veth=== gi0 [lan, af_packet]
+                              gc0 [wan, af_packet] ===veth=== vc0 198.18.0.2/24
+                              VTEP 198.18.0.1                  vx0 vxlan id 100 remote 198.18.0.1,
+                                                                   tos inherit, 10.20.0.9/24
+
+Captures (dumpcap) on vc0 and inside the namespaces are decoded by scapy and tshark, never by the
+gateway. Needs root, `ip netns` and the vxlan and veth kernel modules; reports SKIP otherwise.
+Usage: test_kernel_vxlan.py [DSCPGW_BINARY]. Prints PASS/FAIL/SKIP per test and a summary line.
+"""
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
+from scapy.all import IP, UDP, ICMP, Ether, Raw, raw, rdpcap  # noqa: E402
+from scapy.contrib.roce import BTH  # noqa: E402
+import pktlib  # noqa: E402
+
+DSCPGW = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "dscpgw")
+TAG = f"d{os.getpid() % 10000}"
+NS_IDC, NS_CLOUD = f"{TAG}idc", f"{TAG}cloud"
+GI, VI, GC, VC = f"{TAG}gi", f"{TAG}vi", f"{TAG}gc", f"{TAG}vc"
+TMP = tempfile.mkdtemp(prefix="dscpgw-interop-")
+PY = "/usr/bin/python3"
+
+
+class Skip(Exception):
+    pass
+
+
+def sh(cmd, check=True, **kw):
+    p = subprocess.run(cmd, shell=True, capture_output=True, text=True, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{cmd}: {p.stderr.strip()}")
+    return p.stdout.strip()
+
+
+def ns(name, cmd, **kw):
+    return sh(f"ip netns exec {name} {cmd}", **kw)
+
+
+def mac_of(dev, netns=None):
+    out = ns(netns, f"cat /sys/class/net/{dev}/address") if netns else sh(f"cat /sys/class/net/{dev}/address")
+    return out.strip()
+
+
+def preconditions():
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    for tool in ("ip", "ethtool", "dumpcap", "ping"):
+        if shutil.which(tool) is None:
+            raise Skip(f"{tool} not installed")
+    probe = f"{TAG}probe"
+    if subprocess.run(f"ip netns add {probe}", shell=True, capture_output=True).returncode != 0:
+        raise Skip("cannot create network namespaces")
+    sh(f"ip netns del {probe}")
+    if subprocess.run(f"ip link add {TAG}vt type vxlan id 1 dstport 4789 local 127.0.0.1", shell=True,
+                      capture_output=True).returncode != 0:
+        raise Skip("kernel has no VXLAN")
+    sh(f"ip link del {TAG}vt")
+
+
+def topology():
+    sh(f"ip netns add {NS_IDC}")
+    sh(f"ip netns add {NS_CLOUD}")
+    sh(f"ip link add {GI} type veth peer name {VI}")
+    sh(f"ip link add {GC} type veth peer name {VC}")
+    sh(f"ip link set {VI} netns {NS_IDC}")
+    sh(f"ip link set {VC} netns {NS_CLOUD}")
+    # af_packet sees frames as the kernel hands them over: no checksum or segmentation offload, so
+    # every packet on the wire is complete (and the gateway's MTU checks see real sizes).
+    for dev in (GI, GC):
+        sh(f"ip link set {dev} up")
+        sh(f"ethtool -K {dev} tx off rx off tso off gso off gro off", check=False)
+        sh(f"sysctl -qw net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+    # No IPv6 chatter (router solicitations, MLD) through the tunnel: the captures stay exact.
+    for n in (NS_IDC, NS_CLOUD):
+        ns(n, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        ns(n, "sysctl -qw net.ipv6.conf.default.disable_ipv6=1")
+    ns(NS_IDC, f"ip link set lo up")
+    ns(NS_IDC, f"ip link set {VI} up")
+    ns(NS_IDC, f"ethtool -K {VI} tx off tso off gso off", check=False)
+    ns(NS_IDC, f"ip addr add 10.10.0.5/24 dev {VI}")
+    ns(NS_CLOUD, f"ip link set lo up")
+    ns(NS_CLOUD, f"ip link set {VC} up")
+    ns(NS_CLOUD, f"ethtool -K {VC} tx off tso off gso off", check=False)
+    ns(NS_CLOUD, f"ip addr add 198.18.0.2/24 dev {VC}")
+    ns(NS_CLOUD, f"ip link add vx0 type vxlan id 100 remote 198.18.0.1 local 198.18.0.2 dstport 4789 "
+                 f"tos inherit dev {VC}")
+    ns(NS_CLOUD, "ip link set vx0 up")
+    ns(NS_CLOUD, "ethtool -K vx0 tx off tso off gso off", check=False)
+    ns(NS_CLOUD, "ip addr add 10.20.0.9/24 dev vx0")
+    # The tunnel is transparent L2: each side reaches the other's prefix on-link, with the far
+    # host's MAC (the gateway does not carry ARP through the tunnel).
+    vx_mac = mac_of("vx0", NS_CLOUD)
+    vi_mac = mac_of(VI, NS_IDC)
+    ns(NS_IDC, f"ip route add 10.20.0.0/24 dev {VI}")
+    ns(NS_IDC, f"ip neigh add 10.20.0.9 lladdr {vx_mac} dev {VI}")
+    ns(NS_CLOUD, "ip route add 10.10.0.0/24 dev vx0")
+    ns(NS_CLOUD, f"ip neigh add 10.10.0.5 lladdr {vi_mac} dev vx0")
+    return vx_mac, vi_mac
+
+
+def teardown():
+    for cmd in (f"ip netns del {NS_IDC}", f"ip netns del {NS_CLOUD}", f"ip link del {GI}", f"ip link del {GC}"):
+        subprocess.run(cmd, shell=True, capture_output=True)
+
+
+CONFIG = """
+[eal]
+args = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}"]
+[gateway]
+workers = 1
+[[ports]]
+name = "lan"
+role = "inner"
+device = "net_af_packet0,iface={gi}"
+mtu = 1450
+[[ports]]
+name = "wan"
+role = "outer"
+device = "net_af_packet1,iface={gc}"
+ipv4 = "198.18.0.1"
+mac = "02:00:00:00:00:01"
+mtu = 1500
+[[tunnels]]
+name = "cloud"
+type = "vxlan"
+vni = 100
+remote = "198.18.0.2"
+next_hop_mac = "{vc_mac}"
+routes = ["10.20.0.0/24"]
+outer_dscp = "inherit"
+ecn = "rfc6040"
+inner_dscp_on_decap = "preserve"
+[[tunnels]]
+name = "geneve-only"
+type = "geneve"
+vni = 200
+remote = "198.18.0.2"
+next_hop_mac = "{vc_mac}"
+routes = ["10.21.0.0/24"]
+[[classes]]
+name = "roce-cnp"
+match = {{ udp_dst_port = 4791, bth_opcode = 0x81 }}
+dscp = 48
+[[classes]]
+name = "roce-data"
+match = {{ udp_dst_port = 4791 }}
+dscp = 26
+"""
+
+
+class Capture:
+    """dumpcap on an interface, optionally inside a namespace."""
+
+    def __init__(self, name, dev, netns=None, filt=""):
+        self.path = os.path.join(TMP, f"{name}.pcap")
+        cmd = ["dumpcap", "-q", "-i", dev, "-w", self.path] + (["-f", filt] if filt else [])
+        if netns:
+            cmd = ["ip", "netns", "exec", netns] + cmd
+        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 10
+        while not os.path.exists(self.path) and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+
+    def stop(self):
+        time.sleep(0.5)
+        self.p.send_signal(signal.SIGINT)
+        self.p.wait(timeout=10)
+        return [Ether(raw(p)) for p in rdpcap(self.path)] if os.path.getsize(self.path) > 24 else []
+
+
+def send_from(netns, dev, pkts):
+    path = os.path.join(TMP, f"send-{netns}.pcap")
+    from scapy.all import wrpcap
+    wrpcap(path, pkts)
+    code = ("import logging; logging.getLogger('scapy.runtime').setLevel(logging.ERROR)\n"
+            "from scapy.all import rdpcap, sendp\n"
+            f"sendp(rdpcap('{path}'), iface='{dev}', verbose=False, inter=0.01)\n")
+    ns(netns, f"{PY} -c \"{code}\"")
+
+
+def roce_from_idc(dst, tos, opcode=0x0A, psn=1, payload=64, vx_mac=None, vi_mac=None, sport=49152):
+    p = pktlib.roce("10.10.0.5", dst, opcode=opcode, tos=tos, payload=payload, psn=psn, sport=sport)
+    p[Ether].src, p[Ether].dst = vi_mac, vx_mac
+    return Ether(raw(p))
+
+
+def eq(a, b, what=""):
+    if a != b:
+        raise AssertionError(f"{what}: expected {b!r}, got {a!r}")
+
+
+def main():
+    results = {"passed": 0, "failed": 0, "skipped": 0}
+    names = ["idc_to_cloud_marked_and_inherited", "cloud_to_idc_rfc6040", "kernel_pings_vtep",
+             "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "gateway_stops_cleanly"]
+    try:
+        preconditions()
+    except Skip as e:
+        for n in names:
+            print(f"SKIP {n}: {e}")
+        print(f"interop: 0 passed, 0 failed, {len(names)} skipped")
+        return 0
+    gw = None
+    try:
+        vx_mac, vi_mac = topology()
+        vc_mac = mac_of(VC, NS_CLOUD)
+        cfg = os.path.join(TMP, "interop.toml")
+        with open(cfg, "w") as f:
+            f.write(CONFIG.format(lcores="0,1" if (os.cpu_count() or 1) >= 2 else "0", gi=GI, gc=GC,
+                                  vc_mac=vc_mac))
+        gw_log = open(os.path.join(TMP, "dscpgw.log"), "w+")
+        gw = subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=gw_log, stderr=subprocess.STDOUT)
+        time.sleep(3)
+        if gw.poll() is not None:
+            gw_log.seek(0)
+            raise RuntimeError("dscpgw run exited: " + gw_log.read())
+        # The kernel resolves our VTEP by ARP before its first VXLAN packet.
+        ns(NS_CLOUD, "ping -c 1 -W 2 198.18.0.1", check=False)
+
+        def check(name, fn):
+            try:
+                fn()
+                print(f"PASS {name}")
+                results["passed"] += 1
+            except Exception as e:  # noqa: BLE001
+                print(f"FAIL {name}: {e}")
+                traceback.print_exc(limit=2)
+                results["failed"] += 1
+
+        def idc_to_cloud():
+            wire = Capture("wire-out", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.1")
+            inner = Capture("cloud-inner", "vx0", NS_CLOUD, "udp port 4791")
+            pkts = [roce_from_idc("10.20.0.9", tos=t, psn=i, vx_mac=vx_mac, vi_mac=vi_mac, sport=49152 + i)
+                    for i, t in enumerate([0x00, 0x02, 0x01, 0x03, 46 << 2 | 2])]
+            pkts.append(roce_from_idc("10.20.0.9", tos=0x02, opcode=0x81, vx_mac=vx_mac, vi_mac=vi_mac))
+            send_from(NS_IDC, VI, pkts)
+            w, i = wire.stop(), inner.stop()
+            eq(len(w), 6, "VXLAN frames on the wire")
+            eq(len(i), 6, "frames the kernel decapsulated")
+            for n, (o, d, src) in enumerate(zip(w, i, pkts)):
+                exp_dscp = 48 if n == 5 else 26
+                eq(o[IP].tos >> 2, exp_dscp, f"outer DSCP of frame {n}")
+                eq(o[IP].tos & 3, src[IP].tos & 3, f"outer ECN of frame {n} copies the inner")
+                eq(d[IP].tos, exp_dscp << 2 | (src[IP].tos & 3), f"DSCP/ECN the kernel delivered, frame {n}")
+                assert pktlib.ipv4_csum_ok(d[IP]), "inner checksum after the kernel"
+                assert pktlib.icrc_ok(d), "ICRC intact end to end"
+
+        def cloud_to_idc():
+            wire = Capture("wire-in", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.2")
+            got = Capture("idc-in", VI, NS_IDC, "udp port 4791")
+            # The kernel's VXLAN with "tos inherit" copies inner DSCP and ECN to the outer header.
+            pkts = []
+            for n, tos in enumerate([26 << 2 | 2, 26 << 2 | 0, 48 << 2 | 1]):
+                p = pktlib.roce("10.20.0.9", "10.10.0.5", tos=tos, psn=n, sport=50000 + n)
+                p[Ether].src, p[Ether].dst = vx_mac, vi_mac
+                pkts.append(Ether(raw(p)))
+            send_from(NS_CLOUD, "vx0", pkts)
+            w, g = wire.stop(), got.stop()
+            eq(len(w), 3, "kernel VXLAN frames")
+            eq(len(g), 3, "decapsulated frames in idc")
+            for o, d, src in zip(w, g, pkts):
+                eq(o[IP].tos, src[IP].tos, "kernel tos inherit (the premise)")
+                eq(d[IP].tos, src[IP].tos, "DSCP preserved, ECN per RFC 6040 (outer = inner)")
+                assert pktlib.icrc_ok(d), "ICRC"
+            out = ns(NS_CLOUD, "ip -s link show vx0")
+            assert out, "vx0 stats"
+
+        def kernel_pings_vtep():
+            out = ns(NS_CLOUD, "ping -c 3 -i 0.2 -W 2 198.18.0.1")
+            assert re.search(r"3 packets transmitted, 3 received", out), out
+            neigh = ns(NS_CLOUD, "ip neigh show 198.18.0.1")
+            assert "02:00:00:00:00:01" in neigh, f"kernel learned the VTEP's MAC by ARP: {neigh}"
+
+        def pmtu():
+            # The gateway applied the lan MTU (1450) to its af_packet interface, so the veth would
+            # refuse anything larger. Many NICs receive frames beyond their MTU; emulate one, so a
+            # host that ignores the LAN MTU reaches the gateway's PMTU path.
+            eq(sh(f"cat /sys/class/net/{GI}/mtu"), "1450", "lan MTU applied to the device")
+            sh(f"ip link set {GI} mtu 1500")
+            got = Capture("idc-icmp", VI, NS_IDC, "icmp")
+            # A UDP socket of the host's own stack sends a 1460-byte DF datagram: it fits vi0 (1500)
+            # but is 1510 bytes once encapsulated, over the wan MTU of 1500. The socket stays open
+            # so the kernel can match the ICMP to it and learn the path MTU.
+            code = ("import socket, time\n"
+                    "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                    "s.setsockopt(socket.IPPROTO_IP, 10, 2)\n"  # IP_MTU_DISCOVER = IP_PMTUDISC_DO
+                    "s.connect(('10.20.0.9', 4791))\n"
+                    "s.send(bytes(1432))\n"
+                    "time.sleep(1)\n"
+                    "print(s.getsockopt(socket.IPPROTO_IP, 14))\n")  # IP_MTU
+            sock_mtu = ns(NS_IDC, f"{PY} -c \"{code}\"")
+            g = got.stop()
+            icmps = [p for p in g if ICMP in p and p[ICMP].type == 3]
+            eq(len(icmps), 1, "one Fragmentation Needed")
+            e = icmps[0]
+            eq((e[ICMP].code, e[ICMP].nexthopmtu, e[IP].dst), (4, 1450, "10.10.0.5"), "ICMP contents")
+            eq(sock_mtu, "1450", "the sender's socket learned the path MTU")
+            route = ns(NS_IDC, "ip route get 10.20.0.9")
+            assert "mtu 1450" in route, f"the sender's kernel cached the PMTU: {route}"
+
+        def geneve_tshark():
+            wire = Capture("wire-geneve", VC, NS_CLOUD, "udp port 6081")
+            p = roce_from_idc("10.21.0.7", tos=0x02, vx_mac=vx_mac, vi_mac=vi_mac)
+            send_from(NS_IDC, VI, [p])
+            wire.stop()
+            out = sh(f"tshark -r {wire.path} -T fields -E separator='|' -e frame.protocols -e geneve.vni "
+                     f"-e geneve.proto_type -e ip.dsfield.dscp -e infiniband.bth.opcode")
+            f = out.splitlines()
+            eq(len(f), 1, "Geneve frames")
+            cols = f[0].split("|")
+            assert "geneve:eth:ethertype:ip:udp:infiniband" in cols[0], cols[0]
+            eq(int(cols[1], 0), 200, "VNI per tshark")
+            eq(cols[2], "0x6558", "protocol per tshark")
+            eq(cols[3], "26,26", "outer and inner DSCP per tshark")
+
+        check("idc_to_cloud_marked_and_inherited", idc_to_cloud)
+        check("cloud_to_idc_rfc6040", cloud_to_idc)
+        check("kernel_pings_vtep", kernel_pings_vtep)
+        check("pmtu_icmp_reaches_sender", pmtu)
+        check("geneve_on_the_wire_per_tshark", geneve_tshark)
+
+        def stops():
+            gw.send_signal(signal.SIGTERM)
+            gw.wait(timeout=20)
+            gw_log.seek(0)
+            log = gw_log.read()
+            eq(gw.returncode, 0, "exit code")
+            assert "mbufs in use after shutdown: 0" in log, log[-2000:]
+            m = re.search(r"cloud\s+encap (\d+) pkts .* decap (\d+) pkts", log)
+            assert m and int(m.group(1)) >= 6 and int(m.group(2)) >= 3, log[-2000:]
+            print(log[log.find("ports:"):].rstrip())
+
+        check("gateway_stops_cleanly", stops)
+    except Exception as e:  # noqa: BLE001
+        print(f"FAIL interop setup: {e}")
+        traceback.print_exc(limit=3)
+        results["failed"] += 1
+    finally:
+        if gw is not None and gw.poll() is None:
+            gw.kill()
+        teardown()
+        shutil.rmtree(TMP, ignore_errors=True)
+    print(f"interop: {results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
+    return 1 if results["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
