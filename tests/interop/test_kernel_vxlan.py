@@ -27,98 +27,17 @@ logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
-from scapy.all import IP, UDP, ICMP, Ether, Raw, raw, rdpcap  # noqa: E402
-from scapy.contrib.roce import BTH  # noqa: E402
+from scapy.all import IP, ICMP, Ether, raw  # noqa: E402
 import pktlib  # noqa: E402
+sys.path.insert(0, HERE)
+from netns import Names, Skip, Capture, sh, ns, mac_of, preconditions, topology, teardown, send_from  # noqa: E402
 
 DSCPGW = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "dscpgw")
-TAG = f"d{os.getpid() % 10000}"
-NS_IDC, NS_CLOUD = f"{TAG}idc", f"{TAG}cloud"
-GI, VI, GC, VC = f"{TAG}gi", f"{TAG}vi", f"{TAG}gc", f"{TAG}vc"
+N = Names(f"d{os.getpid() % 10000}")
+NS_IDC, NS_CLOUD = N.ns_idc, N.ns_cloud
+GI, VI, GC, VC = N.gi, N.vi, N.gc, N.vc
 TMP = tempfile.mkdtemp(prefix="dscpgw-interop-")
 PY = "/usr/bin/python3"
-
-
-class Skip(Exception):
-    pass
-
-
-def sh(cmd, check=True, **kw):
-    p = subprocess.run(cmd, shell=True, capture_output=True, text=True, **kw)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{cmd}: {p.stderr.strip()}")
-    return p.stdout.strip()
-
-
-def ns(name, cmd, **kw):
-    return sh(f"ip netns exec {name} {cmd}", **kw)
-
-
-def mac_of(dev, netns=None):
-    out = ns(netns, f"cat /sys/class/net/{dev}/address") if netns else sh(f"cat /sys/class/net/{dev}/address")
-    return out.strip()
-
-
-def preconditions():
-    if os.geteuid() != 0:
-        raise Skip("needs root")
-    for tool in ("ip", "ethtool", "dumpcap", "ping"):
-        if shutil.which(tool) is None:
-            raise Skip(f"{tool} not installed")
-    probe = f"{TAG}probe"
-    if subprocess.run(f"ip netns add {probe}", shell=True, capture_output=True).returncode != 0:
-        raise Skip("cannot create network namespaces")
-    sh(f"ip netns del {probe}")
-    if subprocess.run(f"ip link add {TAG}vt type vxlan id 1 dstport 4789 local 127.0.0.1", shell=True,
-                      capture_output=True).returncode != 0:
-        raise Skip("kernel has no VXLAN")
-    sh(f"ip link del {TAG}vt")
-
-
-def topology():
-    sh(f"ip netns add {NS_IDC}")
-    sh(f"ip netns add {NS_CLOUD}")
-    sh(f"ip link add {GI} type veth peer name {VI}")
-    sh(f"ip link add {GC} type veth peer name {VC}")
-    sh(f"ip link set {VI} netns {NS_IDC}")
-    sh(f"ip link set {VC} netns {NS_CLOUD}")
-    # af_packet sees frames as the kernel hands them over: no checksum or segmentation offload, so
-    # every packet on the wire is complete (and the gateway's MTU checks see real sizes).
-    for dev in (GI, GC):
-        sh(f"ip link set {dev} up")
-        sh(f"ethtool -K {dev} tx off rx off tso off gso off gro off", check=False)
-        sh(f"sysctl -qw net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
-    # No IPv6 chatter (router solicitations, MLD) through the tunnel: the captures stay exact.
-    for n in (NS_IDC, NS_CLOUD):
-        ns(n, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
-        ns(n, "sysctl -qw net.ipv6.conf.default.disable_ipv6=1")
-    ns(NS_IDC, f"ip link set lo up")
-    ns(NS_IDC, f"ip link set {VI} up")
-    ns(NS_IDC, f"ethtool -K {VI} tx off tso off gso off", check=False)
-    ns(NS_IDC, f"ip addr add 10.10.0.5/24 dev {VI}")
-    ns(NS_CLOUD, f"ip link set lo up")
-    ns(NS_CLOUD, f"ip link set {VC} up")
-    ns(NS_CLOUD, f"ethtool -K {VC} tx off tso off gso off", check=False)
-    ns(NS_CLOUD, f"ip addr add 198.18.0.2/24 dev {VC}")
-    ns(NS_CLOUD, f"ip link add vx0 type vxlan id 100 remote 198.18.0.1 local 198.18.0.2 dstport 4789 "
-                 f"tos inherit dev {VC}")
-    ns(NS_CLOUD, "ip link set vx0 up")
-    ns(NS_CLOUD, "ethtool -K vx0 tx off tso off gso off", check=False)
-    ns(NS_CLOUD, "ip addr add 10.20.0.9/24 dev vx0")
-    # The tunnel is transparent L2: each side reaches the other's prefix on-link, with the far
-    # host's MAC (the gateway does not carry ARP through the tunnel).
-    vx_mac = mac_of("vx0", NS_CLOUD)
-    vi_mac = mac_of(VI, NS_IDC)
-    ns(NS_IDC, f"ip route add 10.20.0.0/24 dev {VI}")
-    ns(NS_IDC, f"ip neigh add 10.20.0.9 lladdr {vx_mac} dev {VI}")
-    ns(NS_CLOUD, "ip route add 10.10.0.0/24 dev vx0")
-    ns(NS_CLOUD, f"ip neigh add 10.10.0.5 lladdr {vi_mac} dev vx0")
-    return vx_mac, vi_mac
-
-
-def teardown():
-    for cmd in (f"ip netns del {NS_IDC}", f"ip netns del {NS_CLOUD}", f"ip link del {GI}", f"ip link del {GC}"):
-        subprocess.run(cmd, shell=True, capture_output=True)
 
 
 CONFIG = """
@@ -166,37 +85,6 @@ dscp = 26
 """
 
 
-class Capture:
-    """dumpcap on an interface, optionally inside a namespace."""
-
-    def __init__(self, name, dev, netns=None, filt=""):
-        self.path = os.path.join(TMP, f"{name}.pcap")
-        cmd = ["dumpcap", "-q", "-i", dev, "-w", self.path] + (["-f", filt] if filt else [])
-        if netns:
-            cmd = ["ip", "netns", "exec", netns] + cmd
-        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 10
-        while not os.path.exists(self.path) and time.time() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.5)
-
-    def stop(self):
-        time.sleep(0.5)
-        self.p.send_signal(signal.SIGINT)
-        self.p.wait(timeout=10)
-        return [Ether(raw(p)) for p in rdpcap(self.path)] if os.path.getsize(self.path) > 24 else []
-
-
-def send_from(netns, dev, pkts):
-    path = os.path.join(TMP, f"send-{netns}.pcap")
-    from scapy.all import wrpcap
-    wrpcap(path, pkts)
-    code = ("import logging; logging.getLogger('scapy.runtime').setLevel(logging.ERROR)\n"
-            "from scapy.all import rdpcap, sendp\n"
-            f"sendp(rdpcap('{path}'), iface='{dev}', verbose=False, inter=0.01)\n")
-    ns(netns, f"{PY} -c \"{code}\"")
-
-
 def roce_from_idc(dst, tos, opcode=0x0A, psn=1, payload=64, vx_mac=None, vi_mac=None, sport=49152):
     p = pktlib.roce("10.10.0.5", dst, opcode=opcode, tos=tos, payload=payload, psn=psn, sport=sport)
     p[Ether].src, p[Ether].dst = vi_mac, vx_mac
@@ -213,7 +101,7 @@ def main():
     names = ["idc_to_cloud_marked_and_inherited", "cloud_to_idc_rfc6040", "kernel_pings_vtep",
              "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "gateway_stops_cleanly"]
     try:
-        preconditions()
+        preconditions(N)
     except Skip as e:
         for n in names:
             print(f"SKIP {n}: {e}")
@@ -221,7 +109,7 @@ def main():
         return 0
     gw = None
     try:
-        vx_mac, vi_mac = topology()
+        vx_mac, vi_mac = topology(N)
         vc_mac = mac_of(VC, NS_CLOUD)
         cfg = os.path.join(TMP, "interop.toml")
         with open(cfg, "w") as f:
@@ -247,12 +135,12 @@ def main():
                 results["failed"] += 1
 
         def idc_to_cloud():
-            wire = Capture("wire-out", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.1")
-            inner = Capture("cloud-inner", "vx0", NS_CLOUD, "udp port 4791")
+            wire = Capture(TMP, "wire-out", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.1")
+            inner = Capture(TMP, "cloud-inner", "vx0", NS_CLOUD, "udp port 4791")
             pkts = [roce_from_idc("10.20.0.9", tos=t, psn=i, vx_mac=vx_mac, vi_mac=vi_mac, sport=49152 + i)
                     for i, t in enumerate([0x00, 0x02, 0x01, 0x03, 46 << 2 | 2])]
             pkts.append(roce_from_idc("10.20.0.9", tos=0x02, opcode=0x81, vx_mac=vx_mac, vi_mac=vi_mac))
-            send_from(NS_IDC, VI, pkts)
+            send_from(TMP, NS_IDC, VI, pkts)
             w, i = wire.stop(), inner.stop()
             eq(len(w), 6, "VXLAN frames on the wire")
             eq(len(i), 6, "frames the kernel decapsulated")
@@ -265,15 +153,15 @@ def main():
                 assert pktlib.icrc_ok(d), "ICRC intact end to end"
 
         def cloud_to_idc():
-            wire = Capture("wire-in", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.2")
-            got = Capture("idc-in", VI, NS_IDC, "udp port 4791")
+            wire = Capture(TMP, "wire-in", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.2")
+            got = Capture(TMP, "idc-in", VI, NS_IDC, "udp port 4791")
             # The kernel's VXLAN with "tos inherit" copies inner DSCP and ECN to the outer header.
             pkts = []
             for n, tos in enumerate([26 << 2 | 2, 26 << 2 | 0, 48 << 2 | 1]):
                 p = pktlib.roce("10.20.0.9", "10.10.0.5", tos=tos, psn=n, sport=50000 + n)
                 p[Ether].src, p[Ether].dst = vx_mac, vi_mac
                 pkts.append(Ether(raw(p)))
-            send_from(NS_CLOUD, "vx0", pkts)
+            send_from(TMP, NS_CLOUD, "vx0", pkts)
             w, g = wire.stop(), got.stop()
             eq(len(w), 3, "kernel VXLAN frames")
             eq(len(g), 3, "decapsulated frames in idc")
@@ -296,7 +184,7 @@ def main():
             # host that ignores the LAN MTU reaches the gateway's PMTU path.
             eq(sh(f"cat /sys/class/net/{GI}/mtu"), "1450", "lan MTU applied to the device")
             sh(f"ip link set {GI} mtu 1500")
-            got = Capture("idc-icmp", VI, NS_IDC, "icmp")
+            got = Capture(TMP, "idc-icmp", VI, NS_IDC, "icmp")
             # A UDP socket of the host's own stack sends a 1460-byte DF datagram: it fits vi0 (1500)
             # but is 1510 bytes once encapsulated, over the wan MTU of 1500. The socket stays open
             # so the kernel can match the ICMP to it and learn the path MTU.
@@ -318,9 +206,9 @@ def main():
             assert "mtu 1450" in route, f"the sender's kernel cached the PMTU: {route}"
 
         def geneve_tshark():
-            wire = Capture("wire-geneve", VC, NS_CLOUD, "udp port 6081")
+            wire = Capture(TMP, "wire-geneve", VC, NS_CLOUD, "udp port 6081")
             p = roce_from_idc("10.21.0.7", tos=0x02, vx_mac=vx_mac, vi_mac=vi_mac)
-            send_from(NS_IDC, VI, [p])
+            send_from(TMP, NS_IDC, VI, [p])
             wire.stop()
             out = sh(f"tshark -r {wire.path} -T fields -E separator='|' -e frame.protocols -e geneve.vni "
                      f"-e geneve.proto_type -e ip.dsfield.dscp -e infiniband.bth.opcode")
@@ -357,7 +245,7 @@ def main():
     finally:
         if gw is not None and gw.poll() is None:
             gw.kill()
-        teardown()
+        teardown(N)
         shutil.rmtree(TMP, ignore_errors=True)
     print(f"interop: {results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
     return 1 if results["failed"] else 0
