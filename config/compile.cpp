@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "config/config.h"
+#include "dataplane/neighbor.h"
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -72,8 +73,17 @@ void build_template(TunnelConf& t, const std::array<uint8_t, 6>& src_mac,
 }  // namespace
 
 std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
-                                         const std::vector<std::array<uint8_t, 6>>& port_macs) {
+                                         const std::vector<std::array<uint8_t, 6>>& port_macs,
+                                         NeighborTable& neighbors) {
     auto s = std::make_unique<Snapshot>();
+    s->neighbors = &neighbors;
+    for (const auto& sn : cfg.neighbors) {
+        const int i = neighbors.add(sn.family, sn.port, sn.addr.data());
+        if (i < 0) throw std::runtime_error("neighbor table full");
+        Neighbor& n = neighbors.at(static_cast<size_t>(i));
+        n.is_static = true;
+        n.mac.store(kNeighborValid | pack_mac(sn.mac.data()), std::memory_order_relaxed);
+    }
     s->generation = ++g_generation;
     s->ports = cfg.ports;
     s->icmp_rate = cfg.icmp_rate;
@@ -125,6 +135,11 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
         TunnelConf& t = s->tunnels[i];
         const PortConf& op = s->ports[t.outer_port];
         build_template(t, op.mac, cfg.next_hop_macs.at(i));
+        if (t.has_next_hop_ip) {
+            const int n = neighbors.add(t.outer_v6 ? 6 : 4, t.outer_port, t.next_hop.data());
+            if (n < 0) throw std::runtime_error("tunnel \"" + t.name + "\": neighbor table full");
+            t.neighbor = static_cast<int16_t>(n);
+        }
         for (const auto& r : t.routes) {
             const int rc = r.family == 4
                                ? rte_lpm_add(s->lpm4, load32(r.addr.data()), r.len, static_cast<uint32_t>(i))

@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include "dataplane/neighbor.h"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -349,7 +351,7 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
         c.only_keys(*t, path,
-                    {"name", "type", "vni", "remote", "next_hop_mac", "routes", "outer_dscp", "ecn",
+                    {"name", "type", "vni", "remote", "next_hop_mac", "next_hop", "routes", "outer_dscp", "ecn",
                      "inner_dscp_on_decap", "ttl", "udp_dst_port", "port", "inner_port"});
         TunnelConf tc;
         tc.name = c.str(*t, path, "name", true).value_or("");
@@ -385,10 +387,24 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                         "\"" + *ecn + "\" is not valid; expected \"rfc6040\" or \"off\"");
         }
         std::array<uint8_t, 6> nh_mac{};
-        if (auto s = c.str(*t, path, "next_hop_mac", true))
+        const bool has_mac = t->get("next_hop_mac") != nullptr, has_ip = t->get("next_hop") != nullptr;
+        if (has_mac == has_ip)
+            c.error(t->source(), path, has_mac ? "give next_hop_mac or next_hop, not both"
+                                               : "missing: next_hop_mac (a MAC) or next_hop (an IP resolved by ARP/ND)");
+        if (auto s = c.str(*t, path, "next_hop_mac", false))
             if (!parse_mac(*s, nh_mac))
                 c.error(t->get("next_hop_mac")->source(), path + ".next_hop_mac",
                         "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
+        std::optional<std::pair<uint8_t, toml::source_region>> nh_family;
+        if (auto s = c.str(*t, path, "next_hop", false)) {
+            uint8_t fam = 0;
+            if (!parse_ip(*s, fam, tc.next_hop))
+                c.error(t->get("next_hop")->source(), path + ".next_hop", "\"" + *s + "\" is not an IP address");
+            else {
+                tc.has_next_hop_ip = true;
+                nh_family = std::make_pair(fam, t->get("next_hop")->source());
+            }
+        }
 
         const int op = pick_port(c, *t, path, "port", PortRole::outer, cfg);
         const int ip = pick_port(c, *t, path, "inner_port", PortRole::inner, cfg);
@@ -398,6 +414,10 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                 c.error(t->get("remote")->source(), path + ".remote", "\"" + *s + "\" is not an IP address");
             } else {
                 tc.outer_v6 = fam == 6;
+                if (nh_family && nh_family->first != fam)
+                    c.error(nh_family->second, path + ".next_hop",
+                            "next hop is IPv" + std::to_string(nh_family->first) + " but remote is IPv" +
+                                std::to_string(fam) + ": the next hop must be reachable in the remote's family");
                 if (op >= 0) {
                     const PortConf& p = cfg.ports[static_cast<size_t>(op)];
                     if (fam == 4 ? !p.has_ipv4 : !p.has_ipv6)
@@ -461,11 +481,44 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         c.error(n->source(), "tunnels", "at most " + std::to_string(kMaxTunnels) + " tunnels are supported");
 }
 
+void load_neighbors(Checker& c, const toml::table& root, Config& cfg) {
+    const toml::node* n = root.get("neighbors");
+    if (n == nullptr) return;
+    if (!n->is_array_of_tables()) {
+        c.error(n->source(), "neighbors", "expected an array of tables ([[neighbors]])");
+        return;
+    }
+    size_t i = 0;
+    for (const toml::node& e : *n->as_array()) {
+        const std::string path = "neighbors[" + std::to_string(i++) + "]";
+        const toml::table* t = table_at(c, e, path);
+        if (t == nullptr) continue;
+        c.only_keys(*t, path, {"port", "ip", "mac"});
+        Config::StaticNeighbor sn;
+        if (auto p = c.str(*t, path, "port", true)) {
+            const int idx = cfg.port_index(*p);
+            if (idx < 0)
+                c.error(t->get("port")->source(), path + ".port", "no port named \"" + *p + "\"");
+            else
+                sn.port = static_cast<uint16_t>(idx);
+        }
+        if (auto s = c.str(*t, path, "ip", true))
+            if (!parse_ip(*s, sn.family, sn.addr))
+                c.error(t->get("ip")->source(), path + ".ip", "\"" + *s + "\" is not an IP address");
+        if (auto s = c.str(*t, path, "mac", true))
+            if (!parse_mac(*s, sn.mac))
+                c.error(t->get("mac")->source(), path + ".mac", "\"" + *s + "\" is not a MAC address");
+        cfg.neighbors.push_back(sn);
+    }
+    if (cfg.neighbors.size() > kMaxNeighbors / 2)
+        c.error(n->source(), "neighbors", "at most " + std::to_string(kMaxNeighbors / 2) + " static neighbors");
+}
+
 Config build(const toml::table& root, const std::string& source_name) {
     Checker c(source_name);
     Config cfg;
     cfg.path = source_name;
-    c.only_keys(root, "", {"eal", "gateway", "ports", "tunnels", "classes"});
+    c.only_keys(root, "", {"eal", "gateway", "ports", "tunnels", "classes", "neighbors"});
     if (const toml::node* gw = root.get("gateway")) {
         if (const toml::table* t = table_at(c, *gw, "gateway")) {
             c.only_keys(*t, "gateway", {"workers", "icmp_rate"});
@@ -483,6 +536,7 @@ Config build(const toml::table& root, const std::string& source_name) {
     load_ports(c, root, cfg);
     load_classes(c, root, cfg);
     load_tunnels(c, root, cfg);
+    load_neighbors(c, root, cfg);
     c.finish();
     for (auto& t : cfg.tunnels) {
         auto& p = cfg.ports[t.outer_port];

@@ -27,7 +27,14 @@ struct Config {
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
     std::vector<TunnelConf> tunnels;  // Templates not yet built.
-    std::vector<std::array<uint8_t, 6>> next_hop_macs;  // Per tunnel.
+    std::vector<std::array<uint8_t, 6>> next_hop_macs;  // Per tunnel (zero with `next_hop`).
+    struct StaticNeighbor {
+        uint16_t port = 0;
+        uint8_t family = 0;
+        std::array<uint8_t, 16> addr{};
+        std::array<uint8_t, 6> mac{};
+    };
+    std::vector<StaticNeighbor> neighbors;  // [[neighbors]]
 
     int first_port(PortRole role) const;
     int port_index(const std::string& name) const;
@@ -40,8 +47,11 @@ Config parse_config(std::string_view text, const std::string& source_name);
 // Builds the immutable snapshot: outer-header templates, LPM tables and the decap hash. `port_macs`
 // gives each port's own MAC where the config sets none (the device's, or a made-up one in replay).
 // Requires rte_eal_init. Throws std::runtime_error on resource failure.
+// `neighbors` receives the tunnels' next hops and the static neighbors; it must outlive the
+// snapshot (workers read it) and is shared by successive snapshots.
 std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
-                                         const std::vector<std::array<uint8_t, 6>>& port_macs);
+                                         const std::vector<std::array<uint8_t, 6>>& port_macs,
+                                         NeighborTable& neighbors);
 
 // Addresses and prefixes as the config writes them.
 bool parse_mac(std::string_view s, std::array<uint8_t, 6>& mac);

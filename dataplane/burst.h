@@ -76,7 +76,10 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
         observe(static_cast<const rte_mbuf*>(m), v);
         if (unlikely(v.local != LocalReply::none)) {
             st.local_replies[static_cast<size_t>(v.local)].inc();
-            sink(v.out_port, m);
+            if (v.local == LocalReply::learned)
+                rte_pktmbuf_free(m);
+            else
+                sink(v.out_port, m);
             continue;
         }
         if (unlikely(v.drop != DropReason::none)) {

@@ -28,7 +28,8 @@ namespace dscpgw {
     X(unsupported_payload, "Geneve protocol type other than Ethernet (0x6558)")                  \
     X(bad_inner_frame, "decapsulated frame too short or its inner IP header malformed")          \
     X(ecn_ce_on_not_ect, "outer CE over a Not-ECT inner packet (RFC 6040 section 4.2)")        \
-    X(local_unhandled, "addressed to the gateway itself but not ARP, Neighbor Solicitation or echo")
+    X(local_unhandled, "addressed to the gateway itself but not ARP, Neighbor Solicitation or echo") \
+    X(no_neighbor, "the tunnel's next hop is not resolved (yet) by ARP/ND")
 
 enum class DropReason : uint8_t {
     none = 0,

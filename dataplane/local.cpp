@@ -156,6 +156,51 @@ LocalReply answer_local(const PortConf& port, const ParsedPacket& pp, Frame& f) 
     return answer_echo6(port, pp, f);
 }
 
+uint32_t build_arp_request(const PortConf& port, const uint8_t* target, uint8_t* out) {
+    if (!port.has_ipv4) return 0;
+    std::memset(out, 0, 60);
+    std::memset(out, 0xff, 6);
+    std::memcpy(out + 6, port.mac.data(), 6);
+    store16(out + kEthTypeOff, kEtherTypeArp);
+    uint8_t* a = out + kEthLen;
+    store16(a, 1);
+    store16(a + 2, kEtherTypeIpv4);
+    a[4] = 6;
+    a[5] = 4;
+    store16(a + 6, 1);
+    std::memcpy(a + 8, port.mac.data(), 6);
+    std::memcpy(a + 14, port.ipv4.data(), 4);
+    std::memcpy(a + 24, target, 4);
+    return 60;  // Padded to the Ethernet minimum.
+}
+
+uint32_t build_neighbor_solicitation(const PortConf& port, const uint8_t* target, uint8_t* out) {
+    if (!port.has_ipv6) return 0;
+    constexpr uint32_t kNsLen = 24 + 8;
+    // Solicited-node multicast ff02::1:ffXX:XXXX and its MAC 33:33:ff:XX:XX:XX (RFC 4291, 2464).
+    uint8_t group[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15]};
+    const uint8_t mac[6] = {0x33, 0x33, 0xff, target[13], target[14], target[15]};
+    std::memcpy(out, mac, 6);
+    std::memcpy(out + 6, port.mac.data(), 6);
+    store16(out + kEthTypeOff, kEtherTypeIpv6);
+    uint8_t* ip = out + kEthLen;
+    store32(ip, 0x60000000u);
+    store16(ip + kIpv6PayloadLenOff, kNsLen);
+    ip[kIpv6NextHdrOff] = kProtoIcmp6;
+    ip[kIpv6HopLimitOff] = 255;
+    std::memcpy(ip + kIpv6SrcOff, port.ipv6.data(), 16);
+    std::memcpy(ip + kIpv6DstOff, group, 16);
+    uint8_t* ns = ip + kIpv6Len;
+    std::memset(ns, 0, kNsLen);
+    ns[0] = kNdSolicit;
+    std::memcpy(ns + 8, target, 16);
+    ns[24] = 1;  // Source link-layer address option.
+    ns[25] = 1;
+    std::memcpy(ns + 26, port.mac.data(), 6);
+    store16(ns + 2, csum_finish(sum16(ns, kNsLen, pseudo6(ip, kNsLen, kProtoIcmp6))));
+    return static_cast<uint32_t>(kEthLen + kIpv6Len) + kNsLen;
+}
+
 bool ipv4_df(const ParsedPacket& pp, const uint8_t* frame) {
     return pp.ip_ver == 4 && (load16(frame + pp.l3_off + kIpv4FragOff) & kIpv4FlagDf) != 0;
 }

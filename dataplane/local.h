@@ -23,6 +23,12 @@ LocalReply answer_local(const PortConf& port, const ParsedPacket& pp, Frame& f);
 // may be sent (not a first fragment, an ICMP error itself, a multicast source...).
 bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6, uint32_t mtu, Frame& f);
 
+// Probes the control side sends to resolve a next hop, written to `out` (at least 128 bytes):
+// a broadcast ARP request, or a Neighbor Solicitation to the target's solicited-node multicast
+// address. Return the frame length, 0 if the port lacks an address of that family.
+uint32_t build_arp_request(const PortConf& port, const uint8_t* target, uint8_t* out);
+uint32_t build_neighbor_solicitation(const PortConf& port, const uint8_t* target, uint8_t* out);
+
 // Whether an inner IPv4 packet has DF set (IPv6 packets are never fragmented by routers).
 bool ipv4_df(const ParsedPacket& pp, const uint8_t* frame);
 

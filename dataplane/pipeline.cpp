@@ -1,5 +1,6 @@
 #include "dataplane/pipeline.h"
 
+#include <rte_cycles.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_ip.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "dataplane/local.h"
+#include "dataplane/neighbor.h"
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -76,7 +78,8 @@ constexpr uint32_t outer_hdr_len() {
 // Pushes the tunnel's outer headers in front of the inner frame. The tunnel type only changes the
 // template's bytes (built by the control side), so only the address family specialises the code.
 template <bool kV6>
-DropReason encap(const TunnelConf& t, Frame& f, const ParsedPacket& pp, uint8_t inner_tos, uint16_t& pmtu) {
+DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f, const ParsedPacket& pp,
+               uint8_t inner_tos, uint16_t& pmtu) {
     constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
     // RFC 7348 section 6.1: the inner VLAN tag is local to the LAN and not carried; the inner
@@ -91,6 +94,11 @@ DropReason encap(const TunnelConf& t, Frame& f, const ParsedPacket& pp, uint8_t 
         return DropReason::too_big;
     }
     if (f.headroom + tags < hdr_len) return DropReason::no_headroom;
+    uint64_t nh_mac = 0;
+    if (t.neighbor >= 0) {
+        nh_mac = neighbors.at(static_cast<size_t>(t.neighbor)).mac.load(std::memory_order_relaxed);
+        if ((nh_mac & kNeighborValid) == 0) return DropReason::no_neighbor;
+    }
     if (tags != 0) {
         std::memmove(f.data + tags, f.data, 2 * 6);
         f.data += tags;
@@ -100,6 +108,7 @@ DropReason encap(const TunnelConf& t, Frame& f, const ParsedPacket& pp, uint8_t 
     f.headroom -= hdr_len;
     f.len = hdr_len + inner_len;
     std::memcpy(f.data, t.hdr.data(), hdr_len);
+    if (nh_mac != 0) unpack_mac(nh_mac, f.data);
 
     const uint32_t hash = flow_hash(pp);
     const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
@@ -187,9 +196,19 @@ bool for_port(const PortConf& port, const ParsedPacket& pp) {
                           : port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0;
 }
 
-bool is_ns(const ParsedPacket& pp, const uint8_t* frame) {
+bool is_nd(const ParsedPacket& pp, const uint8_t* frame, uint8_t type) {
     return pp.ip_ver == 6 && pp.proto == kProtoIcmp6 && pp.l4_off != 0 && pp.l4_off < pp.l3_off + pp.ip_len &&
-           frame[pp.l4_off] == 135;
+           frame[pp.l4_off] == type;
+}
+
+bool is_ns(const ParsedPacket& pp, const uint8_t* frame) { return is_nd(pp, frame, 135); }
+
+// ARP, NS and NA may tell a neighbor's MAC; a question for us is answered as well. Returns what
+// the packet became: a reply to send, `learned` (consumed), or none (not ours).
+LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f) {
+    const bool learned = s.neighbors->learn(rx_port, pp, f.data, f.len, rte_rdtsc());
+    const LocalReply r = answer_local(s.ports[rx_port], pp, f);
+    return r != LocalReply::none ? r : learned ? LocalReply::learned : LocalReply::none;
 }
 
 }  // namespace
@@ -200,8 +219,10 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;
     const PortConf& port = s.ports[rx_port];
     // Routed mode: the LAN's hosts talk to the gateway's own address on this port.
-    if ((port.has_ipv4 || port.has_ipv6) && (pp.ip_ver == 0 || for_port(port, pp) || is_ns(pp, f.data))) {
-        v.local = answer_local(port, pp, f);
+    if ((port.has_ipv4 || port.has_ipv6) &&
+        (pp.ip_ver == 0 || for_port(port, pp) || is_ns(pp, f.data) || is_nd(pp, f.data, 136))) {
+        v.local = pp.ip_ver == 0 || pp.proto == kProtoIcmp6 ? neighbor_traffic(s, rx_port, pp, f)
+                                                             : answer_local(port, pp, f);
         if (v.local != LocalReply::none) {
             v.out_port = rx_port;
             return v;
@@ -238,7 +259,8 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     const TunnelConf& t = s.tunnels[nh];
     v.tunnel_id = static_cast<int16_t>(nh);
     v.out_port = t.outer_port;
-    v.drop = t.outer_v6 ? encap<true>(t, f, pp, tos, v.pmtu) : encap<false>(t, f, pp, tos, v.pmtu);
+    v.drop = t.outer_v6 ? encap<true>(t, *s.neighbors, f, pp, tos, v.pmtu)
+                        : encap<false>(t, *s.neighbors, f, pp, tos, v.pmtu);
     return v;
 }
 
@@ -248,9 +270,9 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
     const PortConf& port = s.ports[rx_port];
     ParsedPacket op;
     if ((v.drop = parse_packet(f.data, f.len, op)) != DropReason::none) return v;
-    if (op.ip_ver == 0 || is_ns(op, f.data)) {
-        // The underlay resolves our VTEP address: ARP and Neighbor Solicitation.
-        v.local = answer_local(port, op, f);
+    if (op.ip_ver == 0 || is_ns(op, f.data) || is_nd(op, f.data, 136)) {
+        // The underlay resolves our VTEP address, and we resolve our next hops: ARP and ND.
+        v.local = neighbor_traffic(s, rx_port, op, f);
         if (v.local != LocalReply::none) {
             v.out_port = rx_port;
             v.decap = false;

@@ -19,9 +19,10 @@ struct Frame {
 };
 
 // Replies the gateway makes to traffic for its own addresses (dataplane/local.h).
-enum class LocalReply : uint8_t { none, arp, icmp_echo, nd_advert, icmp6_echo, count_ };
-inline constexpr const char* kLocalReplyNames[] = {"none", "arp_reply", "icmp_echo_reply", "nd_advert",
-                                                   "icmp6_echo_reply"};
+// `learned`: an ARP/ND packet told a neighbor's MAC; it is consumed, nothing is sent.
+enum class LocalReply : uint8_t { none, arp, icmp_echo, nd_advert, icmp6_echo, learned, count_ };
+inline constexpr const char* kLocalReplyNames[] = {"none",      "arp_reply",        "icmp_echo_reply",
+                                                   "nd_advert", "icmp6_echo_reply", "neighbor_learned"};
 
 struct Verdict {
     DropReason drop = DropReason::none;

@@ -14,6 +14,8 @@ struct rte_hash;
 
 namespace dscpgw {
 
+class NeighborTable;
+
 inline constexpr size_t kMaxPorts = 16;
 inline constexpr size_t kMaxClasses = 64;
 inline constexpr size_t kMaxTunnels = 256;
@@ -95,6 +97,11 @@ struct TunnelConf {
     std::array<uint8_t, 16> remote{};
     std::array<uint8_t, 16> local{};
     std::vector<Prefix> routes;
+    // `next_hop = "IP"`: the NeighborTable entry whose MAC goes into the outer Ethernet header;
+    // -1 with `next_hop_mac` (already in the template).
+    int16_t neighbor = -1;
+    bool has_next_hop_ip = false;
+    std::array<uint8_t, 16> next_hop{};
 
     // Outer header template: Ethernet + IPv4/IPv6 + UDP + VXLAN/Geneve, lengths, TOS, checksum and
     // source port left zero for the worker to patch.
@@ -128,6 +135,7 @@ struct Snapshot {
     rte_lpm* lpm4 = nullptr;
     rte_lpm6* lpm6 = nullptr;
     rte_hash* decap = nullptr;
+    NeighborTable* neighbors = nullptr;  // Not owned: it outlives snapshots.
 
     Snapshot() = default;
     Snapshot(const Snapshot&) = delete;

@@ -2,6 +2,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_ring.h>
 
 #include "dataplane/burst.h"
 
@@ -57,6 +58,16 @@ int worker_main(void* arg) {
                 NoObserver{});
             // Drain after each RX burst: latency stays one burst, and no timer is needed.
             for (size_t o = 0; o < nports; ++o) flush(c, o, txq[o]);
+        }
+        if (c.inject != nullptr) {
+            rte_mbuf* ctl[kBurst];
+            const unsigned n = rte_ring_sc_dequeue_burst(c.inject, reinterpret_cast<void**>(ctl), kBurst, nullptr);
+            for (unsigned i = 0; i < n; ++i) {
+                TxQueue& q = txq[ctl[i]->port];
+                q.pkts[q.n++] = ctl[i];
+                if (q.n == kBurst) flush(c, ctl[i]->port, q);
+            }
+            for (size_t o = 0; n != 0 && o < nports; ++o) flush(c, o, txq[o]);
         }
         const uint64_t dt = rte_rdtsc() - t0;
         (got != 0 ? st.busy_cycles : st.idle_cycles).add(dt);

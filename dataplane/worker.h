@@ -8,6 +8,8 @@
 #include "dataplane/snapshot.h"
 #include "dataplane/stats.h"
 
+struct rte_ring;
+
 namespace dscpgw {
 
 struct WorkerContext {
@@ -17,6 +19,7 @@ struct WorkerContext {
     uint16_t queue = 0;              // This worker's RX queue (where polled) and TX queue on every port.
     WorkerStats* stats = nullptr;
     const std::atomic<bool>* stop = nullptr;
+    rte_ring* inject = nullptr;  // Frames the control thread asks this worker to send (m->port: config port).
 };
 
 // Runs until *ctx.stop becomes true. Suitable for rte_eal_remote_launch (argument: WorkerContext*).

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "control/report.h"
 #include "dataplane/burst.h"
+#include "dataplane/neighbor.h"
 #include "gateway/commands.h"
 #include "gateway/eal.h"
 
@@ -101,9 +102,12 @@ int cmd_replay(const ReplayOptions& o) {
     {
         std::vector<std::array<uint8_t, 6>> macs;
         for (size_t i = 0; i < cfg.ports.size(); ++i) macs.push_back(replay_mac(i));
+        // Replay learns neighbors from ARP/ND in the capture but sends no probes of its own.
+        auto neighbors_owner = std::make_unique<NeighborTable>();
+        NeighborTable& neighbors = *neighbors_owner;
         std::unique_ptr<Snapshot> snap;
         try {
-            snap = build_snapshot(cfg, macs);
+            snap = build_snapshot(cfg, macs, neighbors);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "dscpgw replay: %s\n", e.what());
             return 1;

@@ -1,10 +1,12 @@
 // `dscpgw run`: opens the configured ports and runs one run-to-completion worker.
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include <atomic>
 #include <cinttypes>
@@ -14,8 +16,10 @@
 #include <thread>
 
 #include "config/config.h"
+#include "control/neighbors.h"
 #include "control/report.h"
 #include "dataplane/burst.h"
+#include "dataplane/neighbor.h"
 #include "dataplane/worker.h"
 #include "gateway/commands.h"
 #include "gateway/eal.h"
@@ -217,14 +221,26 @@ int cmd_run(const std::string& config) {
                     cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str(), plans[i].rxq, plans[i].txq,
                     plans[i].rxd, plans[i].txd, cfg.ports[i].mtu);
     }
+    auto neighbors = std::make_unique<NeighborTable>();
     std::unique_ptr<Snapshot> snap;
     try {
-        snap = build_snapshot(cfg, macs);
+        snap = build_snapshot(cfg, macs, *neighbors);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "dscpgw run: %s\n", e.what());
         rte_eal_cleanup();
         return 1;
     }
+    // The control thread's frames (neighbor probes) go out through worker 0's TX queues.
+    rte_ring* inject = rte_ring_create("dscpgw_inject", 512, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (inject == nullptr) {
+        std::fprintf(stderr, "dscpgw run: cannot create the control ring: %s\n", rte_strerror(rte_errno));
+        rte_eal_cleanup();
+        return 1;
+    }
+    NeighborControl nctl{pool, inject};
+    if (on_main && neighbors->size() != 0)
+        std::fprintf(stderr, "dscpgw run: a single lcore forwards and controls: next hops are learned from "
+                             "ARP/ND they send, but not probed; give the EAL a second lcore\n");
     std::vector<std::unique_ptr<WorkerStats>> stats;
     std::vector<WorkerContext> ctxs(workers);
     for (unsigned w = 0; w < workers; ++w) {
@@ -235,6 +251,7 @@ int cmd_run(const std::string& config) {
         c.queue = static_cast<uint16_t>(w);
         c.stats = stats.back().get();
         c.stop = &g_stop;
+        c.inject = w == 0 ? inject : nullptr;
         for (size_t i = 0; i < nports; ++i) c.poll_rx.push_back(w < plans[i].rxq ? 1 : 0);
     }
 
@@ -250,7 +267,9 @@ int cmd_run(const std::string& config) {
         for (unsigned w = 0; w < workers; ++w) rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
         // The main lcore is the control thread: it watches links and waits for a signal.
         unsigned ticks = 0;
+        const uint64_t hz = rte_get_tsc_hz();
         while (!g_stop.load()) {
+            maintain_neighbors(*neighbors, *snap, nctl, rte_rdtsc(), hz);
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
             if (++ticks % 20 == 0)
                 for (size_t i = 0; i < nports; ++i) log_link(cfg.ports[i], eth_port[i], link_state[i]);
@@ -275,6 +294,12 @@ int cmd_run(const std::string& config) {
         rte_eth_dev_close(eth_port[i]);
     }
     print_counters(stdout, *snap, views);
+    print_neighbors(stdout, *neighbors, *snap);
+    if (neighbors->size() != 0)
+        std::printf("neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64 "\n", nctl.probes_sent,
+                    nctl.probes_failed, nctl.expired);
+    for (void* left = nullptr; rte_ring_dequeue(inject, &left) == 0;) rte_pktmbuf_free(static_cast<rte_mbuf*>(left));
+    rte_ring_free(inject);
     uint64_t total_rx = 0, total_tx = 0;
     for (unsigned w = 0; w < workers; ++w) {
         uint64_t rx = 0, tx = 0;

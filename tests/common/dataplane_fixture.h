@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "config/config.h"
+#include "dataplane/neighbor.h"
 
 namespace dscpgw::test {
 
@@ -65,7 +66,8 @@ dscp = 8
 // Needs an initialised EAL (the route and decap tables live in DPDK memory).
 inline std::unique_ptr<Snapshot> wide_snapshot() {
     static const Config cfg = parse_config(kWideConfig, "wide.toml");
-    return build_snapshot(cfg, {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}});
+    static NeighborTable neighbors;
+    return build_snapshot(cfg, {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}}, neighbors);
 }
 
 }  // namespace dscpgw::test

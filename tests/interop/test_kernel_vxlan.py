@@ -62,7 +62,7 @@ name = "cloud"
 type = "vxlan"
 vni = 100
 remote = "198.18.0.2"
-next_hop_mac = "{vc_mac}"
+next_hop = "198.18.0.2"
 routes = ["10.20.0.0/24"]
 outer_dscp = "inherit"
 ecn = "rfc6040"
@@ -235,6 +235,8 @@ def main():
             assert "mbufs in use after shutdown: 0" in log, log[-2000:]
             m = re.search(r"cloud\s+encap (\d+) pkts .* decap (\d+) pkts", log)
             assert m and int(m.group(1)) >= 6 and int(m.group(2)) >= 3, log[-2000:]
+            assert re.search(rf"198\.18\.0\.2\s+port wan\s+{vc_mac}", log), "next hop resolved by ARP: " + log[-1500:]
+            assert re.search(r"neighbor probes: sent [1-9]", log), log[-1500:]
             print(log[log.find("ports:"):].rstrip())
 
         check("gateway_stops_cleanly", stops)

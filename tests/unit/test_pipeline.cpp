@@ -8,6 +8,8 @@
 
 #include "config/config.h"
 #include "dataplane/burst.h"
+#include "dataplane/local.h"
+#include "dataplane/neighbor.h"
 #include "dataplane/pipeline.h"
 #include "tests/unit/builder.h"
 
@@ -62,6 +64,22 @@ outer_dscp = 34
 ecn = "off"
 inner_dscp_on_decap = "copy-outer"
 
+[[tunnels]]
+name = "nh4"
+type = "geneve"
+vni = 700
+remote = "198.18.7.9"
+next_hop = "198.18.0.254"
+routes = ["10.70.0.0/16"]
+
+[[tunnels]]
+name = "nh6"
+type = "vxlan"
+vni = 800
+remote = "2001:db8:18::9"
+next_hop = "fe80::1"
+routes = ["10.80.0.0/16"]
+
 [[classes]]
 name = "cnp"
 match = { udp_dst_port = 4791, bth_opcode = 0x81 }
@@ -81,10 +99,12 @@ class Pipeline : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         cfg_ = new Config(parse_config(kConfig, "unit.toml"));
-        snap_ = build_snapshot(*cfg_, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}).release();
+        neighbors_ = new NeighborTable();
+        snap_ = build_snapshot(*cfg_, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, *neighbors_).release();
     }
     static void TearDownTestSuite() {
         delete snap_;
+        delete neighbors_;
         delete cfg_;
     }
 
@@ -102,6 +122,7 @@ protected:
 
     static inline Config* cfg_ = nullptr;
     static inline Snapshot* snap_ = nullptr;
+    static inline NeighborTable* neighbors_ = nullptr;
 };
 
 Bytes roce4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t opcode = 4, size_t payload = 32,
@@ -273,6 +294,7 @@ TEST_F(Pipeline, EveryDropReason) {
         {"bad_inner_frame", kWan, gen("198.18.7.7", "198.18.0.1", 100, Bytes(9, 1)), DropReason::bad_inner_frame},
         {"local_unhandled", kLan, PacketBuilder().eth().ipv4("10.10.0.5", "10.10.0.1", 0).udp(1, 53).payload(8).build(),
          DropReason::local_unhandled},
+        {"no_neighbor", kLan, roce4("10.10.0.5", "10.70.0.1", 0), DropReason::no_neighbor},
         {"ecn_ce_on_not_ect", kWan,
          PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", 3).udp(50000, 6081, false).geneve(100)
              .raw(inner).build(),
@@ -302,6 +324,79 @@ TEST_F(Pipeline, EveryDropReason) {
         EXPECT_TRUE(covered.count(static_cast<DropReason>(r))) << "no case for " << kDropReasonInfo[r].name;
 }
 
+// Next hops by IP: unresolved traffic is counted, an ARP reply or a Neighbor Advertisement on the
+// outer port resolves them, and the learned MAC goes into the outer header.
+TEST(Neighbors, LearnedFromArpAndNa) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    auto run_on = [&](uint16_t port, const Bytes& in, Bytes* out = nullptr) {
+        test::TestFrame t(in);
+        const Verdict v = process_packet(*snap, port, t.frame);
+        if (out != nullptr) *out = t.bytes();
+        return v;
+    };
+    EXPECT_EQ(run_on(kLan, roce4("10.10.0.5", "10.70.0.1", 0)).drop, DropReason::no_neighbor);
+    EXPECT_EQ(run_on(kLan, roce4("10.10.0.5", "10.80.0.1", 0)).drop, DropReason::no_neighbor);
+
+    // ARP reply from 198.18.0.254 (02:aa:..:01) to our VTEP.
+    Bytes arp = PacketBuilder().eth(kWanMac, {2, 0xaa, 0, 0, 0, 1}).build();
+    arp[12] = 0x08;
+    arp[13] = 0x06;
+    const Bytes body = {0, 1, 8, 0, 6, 4, 0, 2, 2, 0xaa, 0, 0, 0, 1, 198, 18, 0, 254,
+                        2, 0, 0, 0, 0, 1, 198, 18, 0, 1};
+    arp.insert(arp.end(), body.begin(), body.end());
+    EXPECT_EQ(run_on(kWan, arp).local, LocalReply::learned);
+    Bytes out;
+    const Verdict v = run_on(kLan, roce4("10.10.0.5", "10.70.0.1", 0), &out);
+    ASSERT_EQ(v.drop, DropReason::none);
+    EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), (Bytes{2, 0xaa, 0, 0, 0, 1})) << "learned MAC as destination";
+
+    // Neighbor Advertisement for fe80::1 with a target link-layer address option.
+    auto ll = test::ip("fe80::1");
+    Bytes na_body = {136, 0, 0, 0, 0x60, 0, 0, 0};
+    na_body.insert(na_body.end(), ll.begin(), ll.end());
+    for (int b : {2, 1, 2, 0xbb, 0, 0, 0, 2}) na_body.push_back(static_cast<uint8_t>(b));
+    const Bytes na = PacketBuilder().eth(kWanMac, {2, 0xbb, 0, 0, 0, 2}).ipv6("fe80::1", "2001:db8:18::1", 0, 58, 255)
+                         .raw(na_body).build();
+    EXPECT_EQ(run_on(kWan, na).local, LocalReply::learned);
+    ASSERT_EQ(run_on(kLan, roce4("10.10.0.5", "10.80.0.1", 0), &out).drop, DropReason::none);
+    EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), (Bytes{2, 0xbb, 0, 0, 0, 2}));
+
+    // Hop limit below 255 is not Neighbor Discovery (RFC 4861 7.1.2); unknown senders teach nothing.
+    const Bytes forged = PacketBuilder().eth(kWanMac, {2, 0xcc, 0, 0, 0, 3}).ipv6("fe80::1", "2001:db8:18::1", 0, 58, 64)
+                             .raw(na_body).build();
+    EXPECT_EQ(run_on(kWan, forged).local, LocalReply::none);
+    Bytes stranger = arp;
+    stranger[14 + 17] = 253;  // Sender 198.18.0.253: no tunnel's next hop.
+    EXPECT_EQ(run_on(kWan, stranger).local, LocalReply::none);
+}
+
+TEST(Neighbors, ProbesAreWellFormed) {
+    PortConf port;
+    port.has_ipv4 = port.has_ipv6 = true;
+    port.ipv4 = {198, 18, 0, 1};
+    port.ipv6 = test::ip("2001:db8:18::1");
+    port.mac = {2, 0, 0, 0, 0, 1};
+    uint8_t buf[128];
+    const uint8_t target4[4] = {198, 18, 0, 254};
+    ASSERT_EQ(build_arp_request(port, target4, buf), 60u);
+    EXPECT_EQ(Bytes(buf, buf + 6), Bytes(6, 0xff));
+    EXPECT_EQ(Bytes(buf + 14, buf + 22), (Bytes{0, 1, 8, 0, 6, 4, 0, 1}));
+    EXPECT_EQ(Bytes(buf + 38, buf + 42), (Bytes{198, 18, 0, 254}));
+    const auto target6 = test::ip("2001:db8:18::abcd");
+    const uint32_t len = build_neighbor_solicitation(port, target6.data(), buf);
+    ASSERT_EQ(len, 14u + 40 + 32);
+    EXPECT_EQ(Bytes(buf, buf + 6), (Bytes{0x33, 0x33, 0xff, 0, 0xab, 0xcd}));
+    EXPECT_EQ(buf[14 + 7], 255) << "hop limit";
+    // The ICMPv6 checksum verifies with an independent sum over pseudo-header and message.
+    uint32_t sum = test::sum16(buf + 14 + 8, 32) + 58 + 32;
+    sum = test::sum16(buf + 54, 32, sum);
+    EXPECT_EQ(test::finish(sum), 0);
+    PortConf bare;
+    EXPECT_EQ(build_arp_request(bare, target4, buf), 0u);
+}
+
 TEST_F(Pipeline, NoHeadroomLeavesFrameUntouched) {
     const Bytes in = roce4("10.10.0.5", "10.20.0.9", 26 << 2);
     test::TestFrame t(in, 10);
@@ -312,7 +407,8 @@ TEST_F(Pipeline, NoHeadroomLeavesFrameUntouched) {
 
 TEST(Burst, CountsAndMultiSegmentDropped) {
     const Config cfg = parse_config(kConfig, "unit.toml");
-    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}});
+    NeighborTable neighbors;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
     rte_mempool* pool = rte_pktmbuf_pool_create("unit_burst", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
     ASSERT_NE(pool, nullptr);
     const unsigned start = rte_mempool_avail_count(pool);
