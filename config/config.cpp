@@ -211,18 +211,39 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
             if (!s) continue;
             uint8_t f = 0;
             std::array<uint8_t, 16> a{};
-            // An address may carry its prefix length (used by the inner side's routed mode).
-            std::string addr = s->substr(0, s->find('/'));
+            // ADDRESS or ADDRESS/LEN. An inner port's address puts it in routed mode, and the
+            // prefix length tells which LAN hosts are on-link.
+            const auto slash = s->find('/');
+            std::string addr = s->substr(0, slash);
             if (!parse_ip(addr, f, a) || f != fam) {
                 c.error(t->get(key)->source(), path + "." + key,
                         "\"" + *s + "\" is not an IPv" + std::to_string(fam) + " address");
                 continue;
             }
+            const unsigned max = fam == 4 ? 32 : 128;
+            unsigned len = max;
+            if (slash != std::string::npos) {
+                const std::string ls = s->substr(slash + 1);
+                char* end = nullptr;
+                len = static_cast<unsigned>(std::strtoul(ls.c_str(), &end, 10));
+                if (ls.empty() || *end != '\0' || len > max) {
+                    c.error(t->get(key)->source(), path + "." + key,
+                            "\"" + *s + "\": prefix length must be 0.." + std::to_string(max));
+                    continue;
+                }
+            } else if (p.role == PortRole::inner) {
+                c.error(t->get(key)->source(), path + "." + key,
+                        "an inner port's address needs its LAN prefix length, e.g. \"" + addr +
+                            (fam == 4 ? "/24" : "/64") + "\"");
+                continue;
+            }
             if (fam == 4) {
                 p.has_ipv4 = true;
+                p.ipv4_len = static_cast<uint8_t>(len);
                 std::copy_n(a.begin(), 4, p.ipv4.begin());
             } else {
                 p.has_ipv6 = true;
+                p.ipv6_len = static_cast<uint8_t>(len);
                 p.ipv6 = a;
             }
         }
@@ -352,9 +373,15 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         if (t == nullptr) continue;
         c.only_keys(*t, path,
                     {"name", "type", "vni", "remote", "next_hop_mac", "next_hop", "routes", "outer_dscp", "ecn",
-                     "inner_dscp_on_decap", "ttl", "udp_dst_port", "port", "inner_port"});
+                     "inner_dscp_on_decap", "ttl", "udp_dst_port", "port", "inner_port", "inner_mac"});
         TunnelConf tc;
         tc.name = c.str(*t, path, "name", true).value_or("");
+        if (auto s = c.str(*t, path, "inner_mac", false)) {
+            tc.has_inner_mac = parse_mac(*s, tc.inner_mac);
+            if (!tc.has_inner_mac)
+                c.error(t->get("inner_mac")->source(), path + ".inner_mac",
+                        "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
+        }
         if (!tc.name.empty() && !names.insert(tc.name).second)
             c.error(t->get("name")->source(), path + ".name", "duplicate tunnel name \"" + tc.name + "\"");
         if (auto type = c.str(*t, path, "type", true)) {

@@ -11,6 +11,7 @@ namespace dscpgw {
 
 void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl& ctl, uint64_t now,
                         uint64_t hz) {
+    table.drain_requests(now);
     const auto secs = [hz](uint64_t dt) { return static_cast<double>(dt) / static_cast<double>(hz); };
     for (size_t i = 0; i < table.size(); ++i) {
         Neighbor& n = table.at(i);

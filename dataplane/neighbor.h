@@ -1,10 +1,11 @@
-// Neighbor resolution: MAC addresses of next hops learned by ARP and IPv6 Neighbor Discovery.
+// Neighbor resolution: MAC addresses of next hops and LAN hosts, learned by ARP and IPv6 Neighbor
+// Discovery.
 //
-// Entries are created by the control side only (from the configuration: tunnels' `next_hop`); the
-// set of entries is fixed while workers run, so lookups need no lock. Each entry's MAC is one
-// 64-bit atomic word (bit 63: resolved), written by whichever side learns it (a worker that receives
-// the ARP reply or Neighbor Advertisement, or the control thread) and read by workers once per
-// packet: no torn reads, no locks.
+// Entries are created by the control thread only: from the configuration (tunnels' `next_hop`,
+// [[neighbors]]) and from requests workers post on an MP/SC ring (a LAN host a decapsulated packet
+// is for, or one that ARPed for the gateway). The index is an rte_hash in lock-free read mode with
+// that single writer, so workers look up without locks. Each entry's MAC is one 64-bit atomic word
+// (bit 63: resolved), written by whichever side learns it and read by workers once per packet.
 #pragma once
 
 #include <array>
@@ -14,9 +15,12 @@
 
 #include "dataplane/packet.h"
 
+struct rte_hash;
+struct rte_ring;
+
 namespace dscpgw {
 
-inline constexpr size_t kMaxNeighbors = 256;
+inline constexpr size_t kMaxNeighbors = 4096;
 inline constexpr uint64_t kNeighborValid = uint64_t{1} << 63;
 
 struct alignas(64) Neighbor {
@@ -45,21 +49,36 @@ inline void unpack_mac(uint64_t v, uint8_t* m) {
 
 class NeighborTable {
 public:
-    // Control side, before workers run. Returns the entry index, or -1 when full.
+    NeighborTable();  // Needs rte_eal_init (the index and the request ring live in DPDK memory).
+    ~NeighborTable();
+    NeighborTable(const NeighborTable&) = delete;
+    NeighborTable& operator=(const NeighborTable&) = delete;
+
+    // Control thread only. Returns the entry index (existing or new), or -1 when full.
     int add(uint8_t family, uint16_t port, const uint8_t* addr);
-    // An existing entry for (family, port, addr), or -1. Linear: the table holds next hops, not hosts.
+    // Any thread, lock-free: the entry for (family, port, addr), or -1.
     int find(uint8_t family, uint16_t port, const uint8_t* addr) const;
     Neighbor& at(size_t i) { return entries_[i]; }
     const Neighbor& at(size_t i) const { return entries_[i]; }
-    size_t size() const { return size_; }
+    size_t size() const { return size_.load(std::memory_order_acquire); }
+
+    // Workers: asks the control thread to create an entry (with its MAC when known, else 0 to
+    // resolve). Never blocks; a full ring drops the request (it will be asked again).
+    void request(uint8_t family, uint16_t port, const uint8_t* addr, uint64_t mac);
+    // Control thread: creates the requested entries. Returns how many requests it took.
+    unsigned drain_requests(uint64_t now_tsc);
 
     // Workers: if the ARP packet or Neighbor Advertisement/Solicitation in `frame` tells the MAC of
-    // one of our neighbors on `port`, record it. Returns true if it did.
-    bool learn(uint16_t port, const ParsedPacket& pp, const uint8_t* frame, uint32_t len, uint64_t now_tsc);
+    // one of our neighbors on `port`, record it; with `adopt`, a sender we have no entry for is
+    // requested (routed LAN ports learn their hosts from the ARP they send). True if recorded.
+    bool learn(uint16_t port, const ParsedPacket& pp, const uint8_t* frame, uint32_t len, uint64_t now_tsc,
+               bool adopt = false);
 
 private:
-    std::array<Neighbor, kMaxNeighbors> entries_;
-    size_t size_ = 0;
+    std::unique_ptr<Neighbor[]> entries_;
+    std::atomic<size_t> size_{0};
+    rte_hash* index_ = nullptr;
+    rte_ring* requests_ = nullptr;
 };
 
 }  // namespace dscpgw

@@ -104,6 +104,10 @@ DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f, 
         f.data += tags;
         f.headroom += tags;
     }
+    if (t.has_inner_mac) {  // Routed LAN: the frame was addressed to us; readdress it to the far end.
+        std::memcpy(f.data, t.inner_mac.data(), 6);
+        std::memcpy(f.data + 6, t.inner_src_mac.data(), 6);
+    }
     f.data -= hdr_len;
     f.headroom -= hdr_len;
     f.len = hdr_len + inner_len;
@@ -196,6 +200,14 @@ bool for_port(const PortConf& port, const ParsedPacket& pp) {
                           : port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0;
 }
 
+bool on_link(const uint8_t* net, unsigned len, const uint8_t* a) {
+    const unsigned full = len / 8, rest = len % 8;
+    if (std::memcmp(net, a, full) != 0) return false;
+    if (rest == 0) return true;
+    const auto mask = static_cast<uint8_t>(0xff00 >> rest);
+    return (net[full] & mask) == (a[full] & mask);
+}
+
 bool is_nd(const ParsedPacket& pp, const uint8_t* frame, uint8_t type) {
     return pp.ip_ver == 6 && pp.proto == kProtoIcmp6 && pp.l4_off != 0 && pp.l4_off < pp.l3_off + pp.ip_len &&
            frame[pp.l4_off] == type;
@@ -206,7 +218,10 @@ bool is_ns(const ParsedPacket& pp, const uint8_t* frame) { return is_nd(pp, fram
 // ARP, NS and NA may tell a neighbor's MAC; a question for us is answered as well. Returns what
 // the packet became: a reply to send, `learned` (consumed), or none (not ours).
 LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f) {
-    const bool learned = s.neighbors->learn(rx_port, pp, f.data, f.len, rte_rdtsc());
+    // A routed LAN port adopts the hosts that talk to it (their ARP/NS tells their MAC).
+    const PortConf& port = s.ports[rx_port];
+    const bool adopt = port.role == PortRole::inner && (port.has_ipv4 || port.has_ipv6);
+    const bool learned = s.neighbors->learn(rx_port, pp, f.data, f.len, rte_rdtsc(), adopt);
     const LocalReply r = answer_local(s.ports[rx_port], pp, f);
     return r != LocalReply::none ? r : learned ? LocalReply::learned : LocalReply::none;
 }
@@ -365,6 +380,25 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
         if (ip.ip_len > t.inner_mtu) {
             v.drop = DropReason::too_big;
             return v;
+        }
+        const PortConf& lan = s.ports[t.inner_port];
+        if (lan.has_ipv4 || lan.has_ipv6) {
+            // Routed LAN: deliver to the host's own MAC, from ours, resolved by ARP/ND.
+            const bool v4 = ip.ip_ver == 4;
+            if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
+                !on_link(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len, ip.dst)) {
+                v.drop = DropReason::no_route;
+                return v;
+            }
+            const int n = s.neighbors->find(ip.ip_ver, t.inner_port, ip.dst);
+            const uint64_t mac = n < 0 ? 0 : s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
+            if ((mac & kNeighborValid) == 0) {
+                if (n < 0) s.neighbors->request(ip.ip_ver, t.inner_port, ip.dst, 0);
+                v.drop = DropReason::no_neighbor;
+                return v;
+            }
+            unpack_mac(mac, inner);
+            std::memcpy(inner + 6, lan.mac.data(), 6);
         }
         if (tos != ip.tos) {
             write_tos(ip, inner, tos);

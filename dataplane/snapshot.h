@@ -63,6 +63,7 @@ struct PortConf {
     bool has_ipv4 = false, has_ipv6 = false;
     std::array<uint8_t, 4> ipv4{};
     std::array<uint8_t, 16> ipv6{};
+    uint8_t ipv4_len = 32, ipv6_len = 128;  // LAN prefix of an inner port's address.
     // Outer ports: the UDP ports tunnels listen on here, and the encapsulation each one carries.
     struct TunnelUdpPort {
         uint16_t udp_port;
@@ -101,6 +102,10 @@ struct TunnelConf {
     // -1 with `next_hop_mac` (already in the template).
     int16_t neighbor = -1;
     bool has_next_hop_ip = false;
+    // `inner_mac`: routed mode rewrites the inner Ethernet header on encap to inner_src_mac (the
+    // inner port's MAC) -> inner_mac (the far end's router or VXLAN device).
+    bool has_inner_mac = false;
+    std::array<uint8_t, 6> inner_mac{}, inner_src_mac{};
     std::array<uint8_t, 16> next_hop{};
 
     // Outer header template: Ethernet + IPv4/IPv6 + UDP + VXLAN/Geneve, lengths, TOS, checksum and

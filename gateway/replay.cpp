@@ -1,5 +1,6 @@
 // `dscpgw replay`: runs a capture through the workers' burst code, with no NIC and no hugepages.
 #include <pcap/pcap.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
@@ -175,6 +176,9 @@ int cmd_replay(const ReplayOptions& o) {
                     ++seen;
                     if (o.trace) print_trace(idxs[seen - 1], *snap, v);
                 });
+            // Replay is its own control thread: it creates the neighbor entries workers asked for
+            // (it sends no probes).
+            neighbors.drain_requests(rte_rdtsc());
             for (const Tx& t : tx) {
                 pcap_pkthdr ph{};
                 ph.ts = t.ts;

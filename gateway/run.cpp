@@ -156,6 +156,10 @@ int cmd_run(const std::string& config) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    // Declared first, destroyed last: whatever lives in DPDK memory is gone before the EAL is.
+    struct EalCleanup {
+        ~EalCleanup() { rte_eal_cleanup(); }
+    } eal_cleanup;
 
     // Workers: one per requested lcore, never the main lcore, which stays the control thread.
     std::vector<unsigned> lcores;
@@ -165,7 +169,6 @@ int cmd_run(const std::string& config) {
     if (cfg.workers != 0 && cfg.workers > lcores.size()) {
         std::fprintf(stderr, "dscpgw run: [gateway] workers = %u needs %u worker lcores besides the main one; the EAL has %zu (set -l in [eal] args)\n",
                      cfg.workers, cfg.workers, lcores.size());
-        rte_eal_cleanup();
         return 2;
     }
     const bool on_main = lcores.empty();  // A single lcore: the main lcore forwards.
@@ -178,14 +181,12 @@ int cmd_run(const std::string& config) {
         if (rte_eth_dev_get_port_by_name(device_name(cfg.ports[i].device).c_str(), &eth_port[i]) != 0) {
             std::fprintf(stderr, "dscpgw run: ports[%zu] (%s): device \"%s\" was not found by DPDK\n", i,
                          cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str());
-            rte_eal_cleanup();
-            return 1;
+                return 1;
         }
         if (!plan_port(eth_port[i], cfg.ports[i], workers, plans[i], err)) {
             std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
                          cfg.ports[i].device.c_str(), err.c_str());
-            rte_eal_cleanup();
-            return 1;
+                return 1;
         }
         max_mtu = std::max(max_mtu, cfg.ports[i].mtu);
         // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
@@ -200,7 +201,6 @@ int cmd_run(const std::string& config) {
     if (pool == nullptr) {
         std::fprintf(stderr, "dscpgw run: cannot create mbuf pool of %u x %u bytes: %s\n", mbufs, room,
                      rte_strerror(rte_errno));
-        rte_eal_cleanup();
         return 1;
     }
     const unsigned pool_start = rte_mempool_in_use_count(pool);
@@ -209,8 +209,7 @@ int cmd_run(const std::string& config) {
         if (!setup_port(eth_port[i], cfg.ports[i], plans[i], pool, err)) {
             std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
                          cfg.ports[i].device.c_str(), err.c_str());
-            rte_eal_cleanup();
-            return 1;
+                return 1;
         }
         rte_ether_addr a{};
         rte_eth_macaddr_get(eth_port[i], &a);
@@ -227,14 +226,12 @@ int cmd_run(const std::string& config) {
         snap = build_snapshot(cfg, macs, *neighbors);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "dscpgw run: %s\n", e.what());
-        rte_eal_cleanup();
         return 1;
     }
     // The control thread's frames (neighbor probes) go out through worker 0's TX queues.
     rte_ring* inject = rte_ring_create("dscpgw_inject", 512, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (inject == nullptr) {
         std::fprintf(stderr, "dscpgw run: cannot create the control ring: %s\n", rte_strerror(rte_errno));
-        rte_eal_cleanup();
         return 1;
     }
     NeighborControl nctl{pool, inject};
@@ -320,8 +317,8 @@ int cmd_run(const std::string& config) {
     std::printf("mbufs in use after shutdown: %u (at start: %u)\n", rte_mempool_in_use_count(pool), pool_start);
     std::fflush(stdout);
     snap.reset();
+    neighbors.reset();
     rte_mempool_free(pool);
-    rte_eal_cleanup();
     return 0;
 }
 

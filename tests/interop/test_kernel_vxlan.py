@@ -99,7 +99,8 @@ def eq(a, b, what=""):
 def main():
     results = {"passed": 0, "failed": 0, "skipped": 0}
     names = ["idc_to_cloud_marked_and_inherited", "cloud_to_idc_rfc6040", "kernel_pings_vtep",
-             "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "gateway_stops_cleanly"]
+             "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "gateway_stops_cleanly",
+             "routed_lan_gateway_as_next_hop"]
     try:
         preconditions(N)
     except Skip as e:
@@ -240,6 +241,56 @@ def main():
             print(log[log.find("ports:"):].rstrip())
 
         check("gateway_stops_cleanly", stops)
+
+        def routed():
+            # Routed LAN mode: the idc host routes the cloud prefix via the gateway's LAN address;
+            # the gateway answers its ARP, readdresses inner frames to vx0 on encap, and delivers
+            # decapsulated ones to the host's MAC it learned, from its own.
+            lan_mac = "02:00:00:00:10:01"
+            text = CONFIG.format(lcores="0,1" if (os.cpu_count() or 1) >= 2 else "0", gi=GI, gc=GC, vc_mac=vc_mac)
+            text = text.replace("mtu = 1450", f'mtu = 1450\nipv4 = "10.10.0.1/24"\nmac = "{lan_mac}"')
+            text = text.replace('next_hop = "198.18.0.2"', f'next_hop = "198.18.0.2"\ninner_mac = "{vx_mac}"')
+            rcfg = os.path.join(TMP, "routed.toml")
+            with open(rcfg, "w") as f:
+                f.write(text)
+            sh(f"ip link set {GI} mtu 1500")
+            ns(NS_IDC, f"ip neigh del 10.20.0.9 dev {VI}")
+            ns(NS_IDC, f"ip route replace 10.20.0.0/24 via 10.10.0.1 dev {VI}")
+            log2 = open(os.path.join(TMP, "dscpgw-routed.log"), "w+")
+            g2 = subprocess.Popen([DSCPGW, "run", "--config", rcfg], stdout=log2, stderr=subprocess.STDOUT)
+            try:
+                time.sleep(3)
+                inner = Capture(TMP, "routed-cloud", "vx0", NS_CLOUD, "udp port 4791")
+                # The first exchange teaches the gateway the host (from its ARP); a reply that comes
+                # back before the control thread has created the entry is dropped as no_neighbor,
+                # as the gateway queues nothing.
+                ns(NS_IDC, "ping -c 1 -W 1 10.20.0.9", check=False)
+                time.sleep(0.3)
+                out = ns(NS_IDC, "ping -c 3 -i 0.3 -W 2 10.20.0.9", check=False)
+                assert re.search(r"3 packets transmitted, 3 received", out), f"ping through the routed gateway: {out}"
+                neigh = ns(NS_IDC, "ip neigh show 10.10.0.1")
+                assert lan_mac in neigh, f"the host resolved the gateway by ARP: {neigh}"
+                code = ("import socket\n"
+                        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                        "s.sendto(bytes(64), ('10.20.0.9', 4791))\n")
+                ns(NS_IDC, f"{PY} -c \"{code}\"")
+                got = inner.stop()
+                eq(len(got), 1, "RoCE-port datagram from the host's own stack")
+                eq(got[0][IP].tos >> 2, 26, "marked by class on its way through the routed gateway")
+                eq(got[0].src, lan_mac, "inner source MAC: the gateway's LAN port")
+            except AssertionError as e:
+                g2.send_signal(signal.SIGTERM)
+                g2.wait(timeout=20)
+                log2.seek(0)
+                raise AssertionError(f"{e}\n--- dscpgw:\n{log2.read()[-2500:]}") from None
+            g2.send_signal(signal.SIGTERM)
+            g2.wait(timeout=20)
+            log2.seek(0)
+            text = log2.read()
+            eq(g2.returncode, 0, "exit code")
+            assert re.search(r"10\.10\.0\.5\s+port lan\s+" + vi_mac, text), "LAN host adopted: " + text[-1500:]
+
+        check("routed_lan_gateway_as_next_hop", routed)
     except Exception as e:  # noqa: BLE001
         print(f"FAIL interop setup: {e}")
         traceback.print_exc(limit=3)

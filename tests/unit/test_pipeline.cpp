@@ -25,7 +25,6 @@ name = "lan"
 role = "inner"
 device = "net_null0"
 mtu = 1500
-ipv4 = "10.10.0.1/24"
 
 [[ports]]
 name = "wan"
@@ -292,8 +291,6 @@ TEST_F(Pipeline, EveryDropReason) {
         {"unsupported_payload", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x0800),
          DropReason::unsupported_payload},
         {"bad_inner_frame", kWan, gen("198.18.7.7", "198.18.0.1", 100, Bytes(9, 1)), DropReason::bad_inner_frame},
-        {"local_unhandled", kLan, PacketBuilder().eth().ipv4("10.10.0.5", "10.10.0.1", 0).udp(1, 53).payload(8).build(),
-         DropReason::local_unhandled},
         {"no_neighbor", kLan, roce4("10.10.0.5", "10.70.0.1", 0), DropReason::no_neighbor},
         {"ecn_ce_on_not_ect", kWan,
          PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", 3).udp(50000, 6081, false).geneve(100)
@@ -319,7 +316,8 @@ TEST_F(Pipeline, EveryDropReason) {
         EXPECT_EQ(o.v.drop, c.expect) << c.what << ": got " << drop_reason_name(o.v.drop);
         covered.insert(c.expect);
     }
-    covered.insert(DropReason::multi_segment);  // Burst level: see Burst.MultiSegmentDropped.
+    covered.insert(DropReason::multi_segment);    // Burst level: see Burst.CountsAndMultiSegmentDropped.
+    covered.insert(DropReason::local_unhandled);  // Routed LAN ports only: see Neighbors.RoutedLan.
     for (size_t r = 1; r < kDropReasonCount; ++r)
         EXPECT_TRUE(covered.count(static_cast<DropReason>(r))) << "no case for " << kDropReasonInfo[r].name;
 }
@@ -370,6 +368,90 @@ TEST(Neighbors, LearnedFromArpAndNa) {
     Bytes stranger = arp;
     stranger[14 + 17] = 253;  // Sender 198.18.0.253: no tunnel's next hop.
     EXPECT_EQ(run_on(kWan, stranger).local, LocalReply::none);
+}
+
+// Routed LAN: the inner port has an address; decapsulated frames go to the host's MAC (resolved by
+// ARP) from the port's MAC, and encapsulated ones are readdressed to the tunnel's inner_mac.
+TEST(Neighbors, RoutedLan) {
+    const Config cfg = parse_config(R"(
+[[ports]]
+name = "lan"
+role = "inner"
+device = "a"
+ipv4 = "10.10.0.1/24"
+mac = "02:00:00:00:10:01"
+[[ports]]
+name = "wan"
+role = "outer"
+device = "b"
+ipv4 = "198.18.0.1"
+mac = "02:00:00:00:00:01"
+mtu = 1600
+[[tunnels]]
+name = "g4"
+type = "geneve"
+vni = 100
+remote = "198.18.7.7"
+next_hop_mac = "02:00:00:00:00:fe"
+inner_mac = "02:00:00:00:0d:01"
+routes = ["10.20.0.0/16"]
+)", "routed.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    auto run_on = [&](uint16_t port, const Bytes& in, Bytes* out = nullptr) {
+        test::TestFrame t(in);
+        const Verdict v = process_packet(*snap, port, t.frame);
+        if (out != nullptr) *out = t.bytes();
+        return v;
+    };
+    const std::array<uint8_t, 6> host5{2, 0, 0, 0, 0x10, 5}, host6{2, 0, 0, 0, 0x10, 6};
+    auto tunnelled = [&](const std::string& dst) {
+        const Bytes inner = PacketBuilder().eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1}).ipv4("10.20.0.9", dst, 26 << 2)
+                                .udp(1, 4791).bth(4).payload(16).build();
+        return PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", 26 << 2).udp(50000, 6081, false)
+            .geneve(100).raw(inner).build();
+    };
+    auto arp = [](uint16_t op, const std::array<uint8_t, 6>& sha, const Bytes& spa, const Bytes& tpa) {
+        Bytes b = PacketBuilder().eth({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, sha).build();
+        b[12] = 0x08;
+        b[13] = 0x06;
+        const Bytes hdr = {0, 1, 8, 0, 6, 4, 0, static_cast<uint8_t>(op)};
+        b.insert(b.end(), hdr.begin(), hdr.end());
+        b.insert(b.end(), sha.begin(), sha.end());
+        b.insert(b.end(), spa.begin(), spa.end());
+        b.insert(b.end(), 6, 0);
+        b.insert(b.end(), tpa.begin(), tpa.end());
+        return b;
+    };
+
+    // Unknown host: counted, and the control thread is asked to resolve it.
+    EXPECT_EQ(run_on(kWan, tunnelled("10.10.0.5")).drop, DropReason::no_neighbor);
+    EXPECT_EQ(table.drain_requests(1), 1u);
+    const int n5 = table.find(4, 0, Bytes{10, 10, 0, 5}.data());
+    ASSERT_GE(n5, 0);
+    EXPECT_EQ(table.at(static_cast<size_t>(n5)).mac.load() & kNeighborValid, 0u) << "created unresolved";
+    EXPECT_EQ(run_on(kWan, tunnelled("10.10.0.5")).drop, DropReason::no_neighbor);
+    // The host's ARP reply resolves it; the next packet goes to its MAC, from the LAN port's.
+    EXPECT_EQ(run_on(kLan, arp(2, host5, {10, 10, 0, 5}, {10, 10, 0, 1})).local, LocalReply::learned);
+    Bytes out;
+    ASSERT_EQ(run_on(kWan, tunnelled("10.10.0.5"), &out).drop, DropReason::none);
+    EXPECT_EQ(Bytes(out.begin(), out.begin() + 12), (Bytes{2, 0, 0, 0, 0x10, 5, 2, 0, 0, 0, 0x10, 1}));
+    // A host that ARPs for the gateway is adopted: answered, and known without a probe.
+    const Verdict q = run_on(kLan, arp(1, host6, {10, 10, 0, 6}, {10, 10, 0, 1}));
+    EXPECT_EQ(q.local, LocalReply::arp);
+    EXPECT_EQ(table.drain_requests(2), 1u);
+    ASSERT_EQ(run_on(kWan, tunnelled("10.10.0.6"), &out).drop, DropReason::none);
+    EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), Bytes(host6.begin(), host6.end()));
+    // Traffic for the gateway itself that is not ARP/ND/echo.
+    EXPECT_EQ(run_on(kLan, PacketBuilder().eth().ipv4("10.10.0.5", "10.10.0.1", 0).udp(1, 53).payload(8).build()).drop,
+              DropReason::local_unhandled);
+    // Not on the LAN's prefix: no route (the gateway is no router beyond its LAN).
+    EXPECT_EQ(run_on(kWan, tunnelled("10.11.0.5")).drop, DropReason::no_route);
+    // Encapsulation readdresses the inner frame to the far end's MAC, from the LAN port's.
+    const Bytes from_host = PacketBuilder().eth({2, 0, 0, 0, 0x10, 1}, host5).ipv4("10.10.0.5", "10.20.0.9", 0)
+                                .udp(1, 4791).bth(4).payload(16).build();
+    ASSERT_EQ(run_on(kLan, from_host, &out).drop, DropReason::none);
+    EXPECT_EQ(Bytes(out.begin() + 50, out.begin() + 62), (Bytes{2, 0, 0, 0, 0x0d, 1, 2, 0, 0, 0, 0x10, 1}));
 }
 
 TEST(Neighbors, ProbesAreWellFormed) {
