@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "config/config.h"
 #include "dataplane/neighbor.h"
@@ -15,8 +16,7 @@ name = "lan"
 role = "inner"
 device = "a"
 mtu = 9000
-ipv4 = "10.0.0.1/8"
-ipv6 = "fd00::1/64"
+@LAN_ADDRESSES@
 [[ports]]
 name = "wan"
 role = "outer"
@@ -63,10 +63,13 @@ match = { ip_proto = 6 }
 dscp = 8
 )";
 
-// Needs an initialised EAL (the route and decap tables live in DPDK memory).
-inline std::unique_ptr<Snapshot> wide_snapshot() {
-    static const Config cfg = parse_config(kWideConfig, "wide.toml");
+// Needs an initialised EAL (the route and decap tables live in DPDK memory). `routed`: the lan port
+// has addresses (routed LAN mode) instead of being transparent.
+inline std::unique_ptr<Snapshot> wide_snapshot(bool routed = false) {
+    std::string text = kWideConfig;
+    text.replace(text.find("@LAN_ADDRESSES@"), 15, routed ? "ipv4 = \"10.0.0.1/8\"\nipv6 = \"fd00::1/64\"" : "");
     static NeighborTable neighbors;
+    const Config cfg = parse_config(text, "wide.toml");
     return build_snapshot(cfg, {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}}, neighbors);
 }
 

@@ -1,5 +1,6 @@
 // libFuzzer target over both directions of the packet path. The first input byte picks the port
-// (inner or outer) and the headroom; the rest is the frame. Built with ASan and UBSan, so any read
+// (bit 0: inner or outer), the headroom (bits 1-6, times two) and the LAN mode (bit 7: transparent
+// or routed); the rest is the frame. Built with ASan and UBSan, so any read
 // past the frame or the buffer, or any undefined behaviour, stops the run.
 #include <cstdint>
 #include <cstdio>
@@ -15,7 +16,7 @@
 
 namespace {
 
-const dscpgw::Snapshot* g_snap = nullptr;
+const dscpgw::Snapshot* g_snaps[2] = {};  // Transparent LAN, routed LAN.
 
 }  // namespace
 
@@ -25,15 +26,17 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         std::fprintf(stderr, "%s\n", err.c_str());
         std::abort();
     }
-    g_snap = dscpgw::test::wide_snapshot().release();
+    g_snaps[0] = dscpgw::test::wide_snapshot(false).release();
+    g_snaps[1] = dscpgw::test::wide_snapshot(true).release();
     return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1 || size > 16384) return 0;
     const uint16_t port = data[0] & 1;
-    // Headroom from 0 to 127 bytes: encapsulation must never write before the buffer.
-    const uint32_t headroom = (data[0] >> 1) & 0x7f;
+    const dscpgw::Snapshot* g_snap = g_snaps[data[0] >> 7];
+    // Headroom from 0 to 126 bytes: encapsulation must never write before the buffer.
+    const uint32_t headroom = ((data[0] >> 1) & 0x3f) * 2u;
     const size_t len = size - 1;
     // An exactly sized heap buffer, so ASan sees any access outside [buffer, buffer + headroom + len).
     std::unique_ptr<uint8_t[]> buf(new uint8_t[headroom + len]);

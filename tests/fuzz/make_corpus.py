@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Seeds for the packet fuzzer: frames from the golden builders and the shared captures, each
 prefixed with the selector byte the target reads (bit 0: 0 = inner port, 1 = outer port;
-bits 1-7: headroom)."""
+bits 1-6: headroom / 2; bit 7: routed LAN)."""
 import glob
 import logging
 import os
@@ -44,6 +44,8 @@ seeds.append(bytes([0xFE]) + raw(pktlib.roce("fd00::5", "fc00::9", payload=9100)
 for f in sorted(glob.glob(os.path.join(captures, "*", "*.pcap"))):
     for i, p in enumerate(rdpcap(f)[:20]):
         seeds.append(bytes([0xFE | (i & 1)]) + raw(p))
+# Every seed also against the routed-LAN snapshot (bit 7 set; 0x7E/0x7F: transparent, headroom 126).
+seeds = [bytes([s[0] & 0x7F]) + s[1:] for s in seeds] + [bytes([s[0] | 0x80]) + s[1:] for s in seeds]
 for i, s in enumerate(seeds):
     with open(os.path.join(out, f"seed{i:04d}"), "wb") as fh:
         fh.write(s)
