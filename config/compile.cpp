@@ -136,6 +136,7 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
         const PortConf& op = s->ports[t.outer_port];
         build_template(t, op.mac, cfg.next_hop_macs.at(i));
         t.inner_src_mac = s->ports[t.inner_port].mac;
+        t.tx_udp_offload = op.tx_udp_cksum_offload;
         if (t.has_next_hop_ip) {
             const int n = neighbors.add(t.outer_v6 ? 6 : 4, t.outer_port, t.next_hop.data());
             if (n < 0) throw std::runtime_error("tunnel \"" + t.name + "\": neighbor table full");

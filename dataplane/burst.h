@@ -62,6 +62,12 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                 m->data_off = static_cast<uint16_t>(f.headroom);
                 m->data_len = static_cast<uint16_t>(f.len);
                 m->pkt_len = f.len;
+                if (v.tx_udp6_cksum) {
+                    m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV6 |
+                                  RTE_MBUF_F_TX_UDP_CKSUM;
+                    m->l2_len = 14;
+                    m->l3_len = 40;
+                }
             }
         }
         if (!v.decap && v.class_id != -1) {

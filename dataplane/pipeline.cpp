@@ -79,7 +79,7 @@ constexpr uint32_t outer_hdr_len() {
 // template's bytes (built by the control side), so only the address family specialises the code.
 template <bool kV6>
 DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f, const ParsedPacket& pp,
-               uint8_t inner_tos, uint16_t& pmtu) {
+               uint8_t inner_tos, uint16_t& pmtu, bool& offload) {
     constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
     // RFC 7348 section 6.1: the inner VLAN tag is local to the LAN and not carried; the inner
@@ -137,6 +137,14 @@ DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f, 
         // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1).
         // DPDK's raw checksum sums words in host order; the base is kept in the same order.
         uint32_t sum = t.hdr_csum_base + rte_cpu_to_be_16(udp_len);
+        if (t.tx_udp_offload) {
+            // The NIC sums the datagram; it wants the pseudo-header sum in place (DPDK's contract
+            // for RTE_MBUF_F_TX_UDP_CKSUM), set by the burst glue's flags.
+            const auto pseudo = fold(sum);
+            std::memcpy(udp + 6, &pseudo, sizeof pseudo);
+            offload = true;
+            return DropReason::none;
+        }
         sum = __rte_raw_cksum(udp, udp_len, sum);
         uint16_t csum = static_cast<uint16_t>(~fold(sum));
         if (csum == 0) csum = 0xffff;
@@ -274,8 +282,8 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     const TunnelConf& t = s.tunnels[nh];
     v.tunnel_id = static_cast<int16_t>(nh);
     v.out_port = t.outer_port;
-    v.drop = t.outer_v6 ? encap<true>(t, *s.neighbors, f, pp, tos, v.pmtu)
-                        : encap<false>(t, *s.neighbors, f, pp, tos, v.pmtu);
+    v.drop = t.outer_v6 ? encap<true>(t, *s.neighbors, f, pp, tos, v.pmtu, v.tx_udp6_cksum)
+                        : encap<false>(t, *s.neighbors, f, pp, tos, v.pmtu, v.tx_udp6_cksum);
     return v;
 }
 

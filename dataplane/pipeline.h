@@ -35,6 +35,7 @@ struct Verdict {
     bool dscp_rewritten = false;
     bool outer_remarked = false;
     bool ce_marked = false;
+    bool tx_udp6_cksum = false;  // The outer IPv6 UDP checksum is left to the NIC (pseudo-header in place).
     LocalReply local = LocalReply::none;  // Answered locally: the frame is the reply, out of rx port.
     uint16_t pmtu = 0;  // With too_big on the inner path: the MTU to signal back (DF or IPv6 only).
 };

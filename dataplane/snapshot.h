@@ -64,6 +64,7 @@ struct PortConf {
     std::array<uint8_t, 4> ipv4{};
     std::array<uint8_t, 16> ipv6{};
     uint8_t ipv4_len = 32, ipv6_len = 128;  // LAN prefix of an inner port's address.
+    bool tx_udp_cksum_offload = false;       // Set by `run` from the device's capabilities.
     // Outer ports: the UDP ports tunnels listen on here, and the encapsulation each one carries.
     struct TunnelUdpPort {
         uint16_t udp_port;
@@ -106,6 +107,7 @@ struct TunnelConf {
     // inner port's MAC) -> inner_mac (the far end's router or VXLAN device).
     bool has_inner_mac = false;
     std::array<uint8_t, 6> inner_mac{}, inner_src_mac{};
+    bool tx_udp_offload = false;  // The outer port's device computes UDP checksums on transmit.
     std::array<uint8_t, 16> next_hop{};
 
     // Outer header template: Ethernet + IPv4/IPv6 + UDP + VXLAN/Geneve, lengths, TOS, checksum and

@@ -63,8 +63,9 @@ bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& pla
               std::to_string(workers) + " workers each need their own; lower [gateway] workers or give the device more queues";
         return false;
     }
-    if (pc.mtu > info.max_mtu) {
-        err = "mtu " + std::to_string(pc.mtu) + " exceeds the device's maximum " + std::to_string(info.max_mtu);
+    const uint32_t max_mtu = std::min<uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
+    if (pc.mtu > max_mtu) {
+        err = "mtu " + std::to_string(pc.mtu) + " exceeds the device's maximum " + std::to_string(max_mtu);
         return false;
     }
     plan.rxq = static_cast<uint16_t>(std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
@@ -72,11 +73,15 @@ bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& pla
     return true;
 }
 
-bool setup_port(uint16_t pid, const PortConf& pc, PortPlan& plan, rte_mempool* pool, std::string& err) {
+bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, std::string& err) {
     rte_eth_dev_info info{};
     rte_eth_dev_info_get(pid, &info);
     rte_eth_conf conf{};
     conf.rxmode.mtu = pc.mtu;
+    // The outer IPv6 UDP checksum covers the whole datagram; a device that computes it saves the
+    // worker ~40 ns per KB. (IPv4 headers are patched from precomputed sums: cheaper than offload.)
+    if (pc.role == PortRole::outer && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0)
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
     if (plan.rxq > 1 && info.flow_type_rss_offloads != 0) {
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
         conf.rx_adv_conf.rss_conf.rss_hf =
@@ -103,6 +108,7 @@ bool setup_port(uint16_t pid, const PortConf& pc, PortPlan& plan, rte_mempool* p
     if (rc != 0 && rc != -ENOTSUP)
         std::fprintf(stderr, "dscpgw: port %s: cannot set MTU %u (%s); continuing with the device's\n",
                      pc.name.c_str(), pc.mtu, rte_strerror(-rc));
+    pc.tx_udp_cksum_offload = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
     if ((rc = rte_eth_dev_start(pid)) != 0) {
         err = "start failed: " + std::string(rte_strerror(-rc));
         return false;
@@ -216,9 +222,10 @@ int cmd_run(const std::string& config) {
         std::array<uint8_t, 6> m{};
         std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
         macs.push_back(m);
-        std::printf("dscpgw: port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u\n",
+        std::printf("dscpgw: port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u%s\n",
                     cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str(), plans[i].rxq, plans[i].txq,
-                    plans[i].rxd, plans[i].txd, cfg.ports[i].mtu);
+                    plans[i].rxd, plans[i].txd, cfg.ports[i].mtu,
+                    cfg.ports[i].tx_udp_cksum_offload ? ", UDP checksum offload" : "");
     }
     auto neighbors = std::make_unique<NeighborTable>();
     std::unique_ptr<Snapshot> snap;

@@ -100,7 +100,7 @@ def main():
     results = {"passed": 0, "failed": 0, "skipped": 0}
     names = ["idc_to_cloud_marked_and_inherited", "cloud_to_idc_rfc6040", "kernel_pings_vtep",
              "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "gateway_stops_cleanly",
-             "routed_lan_gateway_as_next_hop"]
+             "routed_lan_gateway_as_next_hop", "tap_offloads_outer_ipv6_udp_checksum"]
     try:
         preconditions(N)
     except Skip as e:
@@ -291,6 +291,67 @@ def main():
             assert re.search(r"10\.10\.0\.5\s+port lan\s+" + vi_mac, text), "LAN host adopted: " + text[-1500:]
 
         check("routed_lan_gateway_as_next_hop", routed)
+
+        def tap_offload():
+            # net_tap offers UDP checksum offload: the worker leaves the outer IPv6 UDP checksum to
+            # the device (pseudo-header in place) and the kernel sees a valid one.
+            lan_tap, wan_tap = f"{N.tag}tl", f"{N.tag}tw"
+            tcfg = os.path.join(TMP, "tap.toml")
+            with open(tcfg, "w") as f:
+                f.write(f"""
+[eal]
+args = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{'0,1' if (os.cpu_count() or 1) >= 2 else '0'}"]
+[[ports]]
+name = "lan"
+role = "inner"
+device = "net_tap1,iface={lan_tap}"
+mtu = 1400
+[[ports]]
+name = "wan"
+role = "outer"
+device = "net_tap0,iface={wan_tap}"
+ipv6 = "2001:db8:18::1"
+mac = "02:00:00:00:00:01"
+mtu = 1500
+[[tunnels]]
+name = "v6"
+type = "vxlan"
+vni = 200
+remote = "2001:db8:18::99"
+next_hop_mac = "02:00:00:00:00:fd"
+routes = ["10.30.0.0/16"]
+[[classes]]
+name = "roce-data"
+match = {{ udp_dst_port = 4791 }}
+dscp = 26
+""")
+            log3 = open(os.path.join(TMP, "dscpgw-tap.log"), "w+")
+            g3 = subprocess.Popen([DSCPGW, "run", "--config", tcfg], stdout=log3, stderr=subprocess.STDOUT)
+            try:
+                deadline = time.time() + 10
+                while time.time() < deadline and not (os.path.exists(f"/sys/class/net/{lan_tap}") and
+                                                      os.path.exists(f"/sys/class/net/{wan_tap}")):
+                    time.sleep(0.1)
+                time.sleep(1)
+                sh(f"ip link set {lan_tap} up")
+                sh(f"ip link set {wan_tap} up")
+                cap = Capture(TMP, "tap-wan", wan_tap, None, "udp port 4789")
+                pkts = [pktlib.roce("10.10.0.5", "10.30.0.9", tos=2, payload=n, psn=i) for i, n in enumerate([16, 700, 1300])]
+                from scapy.all import sendp
+                sendp(pkts, iface=lan_tap, verbose=False)
+                got = cap.stop()
+                eq(len(got), 3, "encapsulated frames seen by the kernel")
+                out = sh(f"tshark -r {cap.path} -o udp.check_checksum:TRUE -T fields -e udp.checksum.status")
+                eq(out.split(), ["1,1"] * 3, "outer (offloaded) and inner UDP checksums good per tshark")
+            finally:
+                g3.send_signal(signal.SIGTERM)
+                g3.wait(timeout=20)
+                log3.seek(0)
+                text = log3.read()
+            eq(g3.returncode, 0, "exit code")
+            assert "UDP checksum offload" in text, text[-1500:]
+
+        check("tap_offloads_outer_ipv6_udp_checksum", tap_offload)
     except Exception as e:  # noqa: BLE001
         print(f"FAIL interop setup: {e}")
         traceback.print_exc(limit=3)

@@ -479,6 +479,27 @@ TEST(Neighbors, ProbesAreWellFormed) {
     EXPECT_EQ(build_arp_request(bare, target4, buf), 0u);
 }
 
+// With UDP checksum offload on the outer port, the IPv6 outer UDP checksum field holds the
+// pseudo-header sum for the device to complete, and the verdict says so.
+TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
+    Config cfg = parse_config(kConfig, "unit.toml");
+    cfg.ports[kWan].tx_udp_cksum_offload = true;
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    test::TestFrame t(roce4("10.10.0.5", "10.30.0.9", 0x02));
+    const Verdict v = process_packet(*snap, kLan, t.frame);
+    ASSERT_EQ(v.drop, DropReason::none);
+    EXPECT_TRUE(v.tx_udp6_cksum);
+    const Bytes out = t.bytes();
+    const uint32_t udp_len = static_cast<uint32_t>(out.size() - 14 - 40);
+    uint32_t sum = test::sum16(out.data() + 14 + 8, 32) + 17 + udp_len;
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    EXPECT_EQ(out[14 + 40 + 6] << 8 | out[14 + 40 + 7], static_cast<int>(sum)) << "pseudo-header sum, not complemented";
+    // IPv4 outer tunnels never ask for it.
+    test::TestFrame t4(roce4("10.10.0.5", "10.20.0.9", 0x02));
+    EXPECT_FALSE(process_packet(*snap, kLan, t4.frame).tx_udp6_cksum);
+}
+
 TEST_F(Pipeline, NoHeadroomLeavesFrameUntouched) {
     const Bytes in = roce4("10.10.0.5", "10.20.0.9", 26 << 2);
     test::TestFrame t(in, 10);
