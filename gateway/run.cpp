@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -113,9 +114,25 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
         err = "start failed: " + std::string(rte_strerror(-rc));
         return false;
     }
-    // The gateway is a bump in the wire on the inner side and a VTEP on the outer side; without
-    // promiscuous mode a transparent inner port would miss frames for hosts behind the tunnel.
-    rte_eth_promiscuous_enable(pid);
+    // A transparent inner port is a bump in the wire: it must see frames for every host behind the
+    // tunnel, so it is promiscuous. A port with an address owns its configured MAC instead, and
+    // needs multicast for IPv6 Neighbor Discovery; where the device cannot take the MAC, it falls
+    // back to promiscuous mode so frames for that MAC still arrive.
+    const bool transparent = pc.role == PortRole::inner && !pc.has_ipv4 && !pc.has_ipv6;
+    bool promisc = transparent || !pc.has_mac;
+    if (!transparent && pc.has_mac) {
+        rte_ether_addr a{};
+        std::copy(pc.mac.begin(), pc.mac.end(), a.addr_bytes);
+        if (rte_eth_dev_default_mac_addr_set(pid, &a) != 0) {
+            std::printf("dscpgw: port %s: the device keeps its own MAC; promiscuous mode receives %s\n",
+                        pc.name.c_str(), format_mac(pc.mac).c_str());
+            promisc = true;
+        }
+    }
+    if (promisc)
+        rte_eth_promiscuous_enable(pid);
+    else
+        rte_eth_allmulticast_enable(pid);
     return true;
 }
 
@@ -182,7 +199,9 @@ int cmd_run(const std::string& config) {
     const size_t nports = cfg.ports.size();
     std::vector<uint16_t> eth_port(nports);
     std::vector<PortPlan> plans(nports);
-    uint32_t max_mtu = 0, mbufs = 0;
+    uint32_t max_mtu = 0;
+    std::map<int, uint32_t> socket_mbufs;  // One pool per NUMA socket that has ports.
+    std::vector<int> port_socket(nports);
     for (size_t i = 0; i < nports; ++i) {
         if (rte_eth_dev_get_port_by_name(device_name(cfg.ports[i].device).c_str(), &eth_port[i]) != 0) {
             std::fprintf(stderr, "dscpgw run: ports[%zu] (%s): device \"%s\" was not found by DPDK\n", i,
@@ -195,24 +214,32 @@ int cmd_run(const std::string& config) {
                 return 1;
         }
         max_mtu = std::max(max_mtu, cfg.ports[i].mtu);
+        const int sock = rte_eth_dev_socket_id(eth_port[i]);
+        port_socket[i] = sock < 0 ? static_cast<int>(rte_socket_id()) : sock;
         // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
-        mbufs += plans[i].rxq * kRxDesc + plans[i].txq * kTxDesc + workers * 2 * kBurst;
+        socket_mbufs[port_socket[i]] += plans[i].rxq * kRxDesc + plans[i].txq * kTxDesc + workers * 2 * kBurst;
     }
-    mbufs += (workers + 1) * kPoolCache;
     const uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, max_mtu + 14 + 8 + 4) +
                           RTE_PKTMBUF_HEADROOM;
-    const int socket = rte_eth_dev_socket_id(eth_port[0]);
-    rte_mempool* pool = rte_pktmbuf_pool_create("dscpgw_rx", mbufs, kPoolCache, 0, static_cast<uint16_t>(room),
-                                                socket < 0 ? SOCKET_ID_ANY : socket);
-    if (pool == nullptr) {
-        std::fprintf(stderr, "dscpgw run: cannot create mbuf pool of %u x %u bytes: %s\n", mbufs, room,
-                     rte_strerror(rte_errno));
-        return 1;
+    std::map<int, rte_mempool*> pools;
+    unsigned pool_start = 0;
+    for (auto& [sock, n] : socket_mbufs) {
+        const uint32_t count = n + (workers + 1) * kPoolCache;
+        rte_mempool* mp = rte_pktmbuf_pool_create(("dscpgw_rx_s" + std::to_string(sock)).c_str(), count, kPoolCache,
+                                                  0, static_cast<uint16_t>(room), sock);
+        if (mp == nullptr) {
+            std::fprintf(stderr, "dscpgw run: cannot create an mbuf pool of %u x %u bytes on socket %d: %s\n",
+                         count, room, sock, rte_strerror(rte_errno));
+            for (auto& [s2, p2] : pools) rte_mempool_free(p2);
+            return 1;
+        }
+        pools[sock] = mp;
+        pool_start += rte_mempool_in_use_count(mp);
     }
-    const unsigned pool_start = rte_mempool_in_use_count(pool);
+    rte_mempool* pool = pools.at(port_socket[0]);  // The control thread's probes.
     std::vector<std::array<uint8_t, 6>> macs;
     for (size_t i = 0; i < nports; ++i) {
-        if (!setup_port(eth_port[i], cfg.ports[i], plans[i], pool, err)) {
+        if (!setup_port(eth_port[i], cfg.ports[i], plans[i], pools.at(port_socket[i]), err)) {
             std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
                          cfg.ports[i].device.c_str(), err.c_str());
                 return 1;
@@ -321,11 +348,13 @@ int cmd_run(const std::string& config) {
     std::printf("forwarded: rx %" PRIu64 " tx %" PRIu64 " pkts in %.3f s: %.3f Mpps rx, %.3f Mpps tx\n", total_rx,
                 total_tx, elapsed, static_cast<double>(total_rx) / elapsed / 1e6,
                 static_cast<double>(total_tx) / elapsed / 1e6);
-    std::printf("mbufs in use after shutdown: %u (at start: %u)\n", rte_mempool_in_use_count(pool), pool_start);
+    unsigned in_use = 0;
+    for (auto& [sock, mp] : pools) in_use += rte_mempool_in_use_count(mp);
+    std::printf("mbufs in use after shutdown: %u (at start: %u)\n", in_use, pool_start);
     std::fflush(stdout);
     snap.reset();
     neighbors.reset();
-    rte_mempool_free(pool);
+    for (auto& [sock, mp] : pools) rte_mempool_free(mp);
     return 0;
 }
 

@@ -178,6 +178,7 @@ def main():
             assert re.search(r"3 packets transmitted, 3 received", out), out
             neigh = ns(NS_CLOUD, "ip neigh show 198.18.0.1")
             assert "02:00:00:00:00:01" in neigh, f"kernel learned the VTEP's MAC by ARP: {neigh}"
+            eq(mac_of(GC), "02:00:00:00:00:01", "the configured MAC applied to the wan device")
 
         def pmtu():
             # The gateway applied the lan MTU (1450) to its af_packet interface, so the veth would
