@@ -104,6 +104,16 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
         if ((p.has_icmp_src6 = a6 != nullptr)) p.icmp_src6 = a6->ipv6;
     }
     s->classes = cfg.classes;
+    for (const ClassRule& c : s->classes) {
+        ClassMatch m;
+        if (c.has_dscp) m.dscp_mask = c.dscp_mask;
+        if (c.has_udp_dst_port) m.flags |= ClassMatch::kPort, m.udp_dst_port = c.udp_dst_port;
+        if (c.has_bth_opcode) m.flags |= ClassMatch::kBth, m.bth_opcode = c.bth_opcode;
+        if (c.has_ip_proto) m.flags |= ClassMatch::kProto, m.ip_proto = c.ip_proto;
+        if (!c.src.empty() || !c.dst.empty()) m.flags |= ClassMatch::kPrefixes;
+        m.set_dscp = static_cast<int8_t>(c.set_dscp);
+        s->class_match.push_back(m);
+    }
     s->tunnels = cfg.tunnels;
     const std::string suffix = std::to_string(s->generation);
 

@@ -40,12 +40,41 @@ struct BurstState {
     }
 };
 
+// Per-burst accumulation of an indexed (packets, bytes) counter pair: consecutive packets of a
+// burst mostly hit the same class and tunnel, so the shared counters are written once per run of
+// equal indices rather than once per packet (house style: count in locals, flush once).
+class RunCounter {
+public:
+    RunCounter(Counter* pkts, Counter* bytes) : pkts_(pkts), bytes_(bytes) {}
+    void add(size_t idx, uint64_t len) {
+        if (idx != idx_) {
+            flush();
+            idx_ = idx;
+        }
+        ++n_;
+        b_ += len;
+    }
+    void flush() {
+        if (n_ == 0) return;
+        pkts_[idx_].add(n_);
+        bytes_[idx_].add(b_);
+        n_ = b_ = 0;
+    }
+
+private:
+    Counter* pkts_;
+    Counter* bytes_;
+    size_t idx_ = 0;
+    uint64_t n_ = 0, b_ = 0;
+};
+
 // Sink: void operator()(uint16_t out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*,
 // const Verdict&), called for every packet after processing (a no-op in workers).
 template <typename Sink, typename Observer>
 inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
-    uint64_t rx_bytes = 0;
+    uint64_t rx_bytes = 0, rewrites = 0;
+    RunCounter classes(st.class_pkts, st.class_bytes), encaps(st.encap_pkts, st.encap_bytes);
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
@@ -70,15 +99,12 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                 }
             }
         }
-        if (!v.decap && v.class_id != -1) {
-            const size_t c = static_cast<size_t>(v.class_id);
-            st.class_pkts[c].inc();
-            st.class_bytes[c].add(in_len);  // Class bytes are those of the packet as classified.
-        } else if (!v.decap && v.dscp_in >= 0) {
-            st.class_pkts[kNoClass].inc();
-            st.class_bytes[kNoClass].add(in_len);
-        }
-        if (v.dscp_rewritten) st.dscp_rewrites.inc();
+        // Class bytes are those of the packet as classified.
+        if (!v.decap && v.class_id != -1)
+            classes.add(static_cast<size_t>(v.class_id), in_len);
+        else if (!v.decap && v.dscp_in >= 0)
+            classes.add(kNoClass, in_len);
+        rewrites += v.dscp_rewritten;
         observe(static_cast<const rte_mbuf*>(m), v);
         if (unlikely(v.local != LocalReply::none)) {
             st.local_replies[static_cast<size_t>(v.local)].inc();
@@ -117,11 +143,13 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             if (v.outer_remarked) st.outer_dscp_remarked[t].inc();
             if (v.ce_marked) st.ecn_ce_marked[t].inc();
         } else {
-            st.encap_pkts[t].inc();
-            st.encap_bytes[t].add(m->pkt_len);
+            encaps.add(t, m->pkt_len);
         }
         sink(v.out_port, m);
     }
+    classes.flush();
+    encaps.flush();
+    if (rewrites != 0) st.dscp_rewrites.add(rewrites);
     st.rx_pkts[rx_port].add(n);
     st.rx_bytes[rx_port].add(rx_bytes);
 }

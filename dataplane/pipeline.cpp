@@ -17,26 +17,36 @@ namespace dscpgw {
 
 using namespace wire;
 
+namespace {
+
+bool prefixes_match(const ClassRule& c, const ParsedPacket& pp) {
+    if (!c.src.empty()) {
+        bool hit = false;
+        for (const Prefix& p : c.src) hit = hit || p.contains(pp.ip_ver, pp.src);
+        if (!hit) return false;
+    }
+    if (!c.dst.empty()) {
+        bool hit = false;
+        for (const Prefix& p : c.dst) hit = hit || p.contains(pp.ip_ver, pp.dst);
+        if (!hit) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
 int classify(const Snapshot& s, const ParsedPacket& pp) {
-    const int n = static_cast<int>(s.classes.size());
+    const ClassMatch* m = s.class_match.data();
+    const int n = static_cast<int>(s.class_match.size());
+    const bool udp = pp.proto == kProtoUdp && pp.has_ports;
     for (int i = 0; i < n; ++i) {
-        const ClassRule& c = s.classes[static_cast<size_t>(i)];
-        if (c.has_ip_proto && pp.proto != c.ip_proto) continue;
-        if (c.has_udp_dst_port &&
-            (pp.proto != kProtoUdp || !pp.has_ports || pp.dport != c.udp_dst_port))
-            continue;
-        if (c.has_bth_opcode && (!pp.has_bth || pp.bth_opcode != c.bth_opcode)) continue;
-        if (c.has_dscp && ((c.dscp_mask >> pp.dscp()) & 1) == 0) continue;
-        if (!c.src.empty()) {
-            bool hit = false;
-            for (const Prefix& p : c.src) hit = hit || p.contains(pp.ip_ver, pp.src);
-            if (!hit) continue;
-        }
-        if (!c.dst.empty()) {
-            bool hit = false;
-            for (const Prefix& p : c.dst) hit = hit || p.contains(pp.ip_ver, pp.dst);
-            if (!hit) continue;
-        }
+        const ClassMatch& c = m[i];
+        if (((c.dscp_mask >> pp.dscp()) & 1) == 0) continue;
+        if (c.flags == 0) return i;
+        if ((c.flags & ClassMatch::kPort) && (!udp || pp.dport != c.udp_dst_port)) continue;
+        if ((c.flags & ClassMatch::kBth) && (!pp.has_bth || pp.bth_opcode != c.bth_opcode)) continue;
+        if ((c.flags & ClassMatch::kProto) && pp.proto != c.ip_proto) continue;
+        if ((c.flags & ClassMatch::kPrefixes) && !prefixes_match(s.classes[static_cast<size_t>(i)], pp)) continue;
         return i;
     }
     return -1;
@@ -263,7 +273,7 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     v.class_id = static_cast<int16_t>(classify(s, pp));
     uint8_t tos = pp.tos;
     if (v.class_id >= 0) {
-        const int16_t set = s.classes[static_cast<size_t>(v.class_id)].set_dscp;
+        const int8_t set = s.class_match[static_cast<size_t>(v.class_id)].set_dscp;
         if (set >= 0 && set != pp.dscp()) {
             tos = static_cast<uint8_t>(set << 2 | (pp.tos & 3));
             write_tos(pp, f.data, tos);

@@ -53,6 +53,19 @@ struct ClassRule {
     int16_t set_dscp = -1;  // -1: preserve.
 };
 
+// ClassRule compiled for the hot path: plain data, 24 bytes, the keys as masks and flags so that a
+// rule is a handful of compares. Prefixes stay in ClassRule and are checked only when present.
+struct ClassMatch {
+    uint64_t dscp_mask = ~uint64_t{0};  // Bit n: DSCP n matches.
+    uint16_t udp_dst_port = 0;
+    uint8_t bth_opcode = 0;
+    uint8_t ip_proto = 0;
+    uint8_t flags = 0;
+    int8_t set_dscp = -1;
+    static constexpr uint8_t kPort = 1, kBth = 2, kProto = 4, kPrefixes = 8;
+};
+static_assert(sizeof(ClassMatch) == 16);
+
 struct PortConf {
     std::string name;
     std::string device;
@@ -138,6 +151,7 @@ struct Snapshot {
     uint32_t icmp_rate = 100;  // ICMP errors per second per worker; 0: none.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
+    std::vector<ClassMatch> class_match;  // Same order as `classes`.
     std::vector<TunnelConf> tunnels;
     rte_lpm* lpm4 = nullptr;
     rte_lpm6* lpm6 = nullptr;
