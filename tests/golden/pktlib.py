@@ -3,7 +3,6 @@ import struct
 import zlib
 
 from scapy.all import IP, IPv6, UDP, TCP, Ether, Dot1Q, Raw, raw, VXLAN
-from scapy.contrib.geneve import GENEVE
 from scapy.contrib.roce import BTH, CNPPadding, CNP_OPCODE
 
 LAN_MAC = "02:00:00:00:10:01"

@@ -18,7 +18,7 @@ logging.getLogger("scapy").setLevel(logging.ERROR)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from scapy.all import IP, IPv6, UDP, TCP, ICMP, Ether, Dot1Q, ARP, Raw, raw, rdpcap, wrpcap, VXLAN  # noqa
+from scapy.all import IP, IPv6, UDP, TCP, ICMP, Ether, Dot1Q, ARP, Raw, raw, rdpcap, wrpcap  # noqa
 from scapy.layers.inet6 import (ICMPv6EchoRequest, ICMPv6EchoReply, ICMPv6ND_NS, ICMPv6ND_NA,  # noqa
                                 ICMPv6NDOptSrcLLAddr, ICMPv6NDOptDstLLAddr, ICMPv6PacketTooBig)
 from scapy.contrib.roce import BTH  # noqa
