@@ -36,31 +36,27 @@ gtest unit ./build/tests/unit_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   gtest unit-asan-ubsan ./build-san/tests/unit_tests
 
-echo "== golden (dscpgw replay/run + scapy/tshark)"
-/usr/bin/python3 tests/golden/test_replay.py "$PWD/build/dscpgw" >"$log/golden.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP)' "$log/golden.log" | sed 's/^/   /'
-summary=$(grep -E '^golden: ' "$log/golden.log" | tail -1)
-if [ -z "$summary" ]; then
-  tail -30 "$log/golden.log"
-  failed=$((failed + 1))
-else
-  read -r p f s < <(echo "$summary" | sed -E 's/golden: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/')
-  [ "$f" -ne 0 ] && grep -A12 '^FAIL' "$log/golden.log"
+# The Python suites print PASS/FAIL/SKIP lines and end with "<name>: N passed, N failed, N skipped".
+pysuite() {
+  local name=$1 title=$2; shift 2
+  echo "== $name ($title)"
+  /usr/bin/python3 "$@" >"$log/$name.log" 2>&1
+  grep -E '^(PASS|FAIL|SKIP)' "$log/$name.log" | sed 's/^/   /'
+  local summary p f s
+  summary=$(grep -E "^$name: " "$log/$name.log" | tail -1)
+  if [ -z "$summary" ]; then
+    tail -30 "$log/$name.log"
+    failed=$((failed + 1))
+    return
+  fi
+  read -r p f s < <(echo "$summary" | sed -E "s/$name: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/")
+  [ "$f" -ne 0 ] && grep -A12 '^FAIL' "$log/$name.log"
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-fi
+}
 
-echo "== interop (dscpgw run between network namespaces, Linux kernel VXLAN as the peer)"
-/usr/bin/python3 tests/interop/test_kernel_vxlan.py "$PWD/build/dscpgw" >"$log/interop.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP)' "$log/interop.log" | sed 's/^/   /'
-summary=$(grep -E '^interop: ' "$log/interop.log" | tail -1)
-if [ -z "$summary" ]; then
-  tail -30 "$log/interop.log"
-  failed=$((failed + 1))
-else
-  read -r p f s < <(echo "$summary" | sed -E 's/interop: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/')
-  [ "$f" -ne 0 ] && grep -A12 '^FAIL' "$log/interop.log"
-  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-fi
+pysuite golden "dscpgw replay/run + scapy/tshark" tests/golden/test_replay.py "$PWD/build/dscpgw"
+pysuite interop "dscpgw run between network namespaces, Linux kernel VXLAN as the peer" \
+  tests/interop/test_kernel_vxlan.py "$PWD/build/dscpgw"
 
 echo "== fuzz (libFuzzer, ASan+UBSan, ${FUZZ_SECONDS:-60}s over both directions)"
 corpus=$log/corpus
