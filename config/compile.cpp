@@ -153,12 +153,13 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
             t.neighbor = static_cast<int16_t>(n);
         }
         for (const auto& r : t.routes) {
-            const int rc = r.family == 4
-                               ? rte_lpm_add(s->lpm4, load32(r.addr.data()), r.len, static_cast<uint32_t>(i))
-                               : rte_lpm6_add(s->lpm6, r.addr.data(), r.len, static_cast<uint32_t>(i));
+            const int rc =
+                r.family == 4
+                    ? rte_lpm_add(s->lpm4, load32(r.addr.data()), r.len, static_cast<uint32_t>(i))
+                    : rte_lpm6_add(s->lpm6, r.addr.data(), r.len, static_cast<uint32_t>(i));
             if (rc < 0)
-                throw std::runtime_error("tunnel \"" + t.name + "\": cannot add route " + format_prefix(r) +
-                                         ": " + rte_strerror(-rc));
+                throw std::runtime_error("tunnel \"" + t.name + "\": cannot add route " +
+                                         format_prefix(r) + ": " + rte_strerror(-rc));
         }
         DecapKey key{};
         key.remote = t.remote;
@@ -166,9 +167,11 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
         key.udp_port = t.udp_port;
         key.family = t.outer_v6 ? 6 : 4;
         key.rx_port = static_cast<uint8_t>(t.outer_port);
-        const int rc = rte_hash_add_key_data(s->decap, &key, reinterpret_cast<void*>(static_cast<uintptr_t>(i)));
+        const int rc = rte_hash_add_key_data(s->decap, &key,
+                                             reinterpret_cast<void*>(static_cast<uintptr_t>(i)));
         if (rc < 0)
-            throw std::runtime_error("tunnel \"" + t.name + "\": cannot add decap entry: " + rte_strerror(-rc));
+            throw std::runtime_error("tunnel \"" + t.name +
+                                     "\": cannot add decap entry: " + rte_strerror(-rc));
     }
     return s;
 }

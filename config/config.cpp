@@ -1,14 +1,14 @@
 #include "config/config.h"
 
-#include "dataplane/neighbor.h"
-
 #include <arpa/inet.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
+
+#include "dataplane/neighbor.h"
 
 namespace dscpgw {
 
@@ -16,7 +16,7 @@ namespace {
 
 // Collects problems with their source positions; throws them all at the end.
 class Checker {
-public:
+  public:
     explicit Checker(std::string file) : file_(std::move(file)) {}
 
     void error(const toml::source_region& where, const std::string& key, const std::string& what) {
@@ -48,8 +48,8 @@ public:
         return path.empty() ? std::string(key) : path + "." + std::string(key);
     }
 
-    std::optional<std::string> str(const toml::table& t, const std::string& path, std::string_view key,
-                                   bool required) {
+    std::optional<std::string> str(const toml::table& t, const std::string& path,
+                                   std::string_view key, bool required) {
         const toml::node* n = t.get(key);
         if (n == nullptr) {
             if (required) error(t.source(), join(path, key), "missing (required)");
@@ -75,22 +75,24 @@ public:
     std::optional<int64_t> integer_node(const toml::node& n, const std::string& key, int64_t lo,
                                         int64_t hi) {
         if (!n.is_integer()) {
-            error(n.source(), key, "expected an integer " + std::to_string(lo) + ".." + std::to_string(hi));
+            error(n.source(), key,
+                  "expected an integer " + std::to_string(lo) + ".." + std::to_string(hi));
             return std::nullopt;
         }
         const int64_t v = n.as_integer()->get();
         if (v < lo || v > hi) {
             error(n.source(), key,
-                  std::to_string(v) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+                  std::to_string(v) + " is out of range " + std::to_string(lo) + ".." +
+                      std::to_string(hi));
             return std::nullopt;
         }
         return v;
     }
 
     // An integer in lo..hi or one of the given words; words map to the negative codes given.
-    std::optional<int64_t> int_or_word(const toml::table& t, const std::string& path,
-                                       std::string_view key, int64_t lo, int64_t hi,
-                                       std::initializer_list<std::pair<std::string_view, int64_t>> words) {
+    std::optional<int64_t> int_or_word(
+        const toml::table& t, const std::string& path, std::string_view key, int64_t lo, int64_t hi,
+        std::initializer_list<std::pair<std::string_view, int64_t>> words) {
         const toml::node* n = t.get(key);
         if (n == nullptr) return std::nullopt;
         std::string expect = std::to_string(lo) + ".." + std::to_string(hi);
@@ -127,7 +129,8 @@ public:
         size_t i = 0;
         for (const toml::node& e : *n->as_array()) {
             if (!e.is_string())
-                error(e.source(), join(path, key) + "[" + std::to_string(i) + "]", "expected a string");
+                error(e.source(), join(path, key) + "[" + std::to_string(i) + "]",
+                      "expected a string");
             else
                 out.emplace_back(e.as_string()->get(), e.source());
             ++i;
@@ -137,7 +140,7 @@ public:
 
     const std::string& file() const { return file_; }
 
-private:
+  private:
     std::string file_;
     std::vector<std::string> errors_;
 };
@@ -184,7 +187,8 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         PortConf p;
         p.name = c.str(*t, path, "name", true).value_or("");
         if (!p.name.empty() && !names.insert(p.name).second)
-            c.error(t->get("name")->source(), path + ".name", "duplicate port name \"" + p.name + "\"");
+            c.error(t->get("name")->source(), path + ".name",
+                    "duplicate port name \"" + p.name + "\"");
         if (auto role = c.str(*t, path, "role", true)) {
             if (*role == "inner")
                 p.role = PortRole::inner;
@@ -248,11 +252,13 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
             }
         }
         if (p.role == PortRole::outer && !p.has_ipv4 && !p.has_ipv6)
-            c.error(t->source(), path, "an outer port needs a local VTEP address: ipv4 and/or ipv6");
+            c.error(t->source(), path,
+                    "an outer port needs a local VTEP address: ipv4 and/or ipv6");
         cfg.ports.push_back(std::move(p));
     }
     if (cfg.ports.size() > kMaxPorts)
-        c.error(n->source(), "ports", "at most " + std::to_string(kMaxPorts) + " ports are supported");
+        c.error(n->source(), "ports",
+                "at most " + std::to_string(kMaxPorts) + " ports are supported");
 }
 
 void load_classes(Checker& c, const toml::table& root, Config& cfg) {
@@ -272,13 +278,16 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
         ClassRule r;
         r.name = c.str(*t, path, "name", true).value_or("");
         if (!r.name.empty() && !names.insert(r.name).second)
-            c.error(t->get("name")->source(), path + ".name", "duplicate class name \"" + r.name + "\"");
+            c.error(t->get("name")->source(), path + ".name",
+                    "duplicate class name \"" + r.name + "\"");
         r.set_dscp = static_cast<int16_t>(
-            c.int_or_word(*t, path, "dscp", 0, 63, {{"preserve", kDscpPreserve}}).value_or(kDscpPreserve));
+            c.int_or_word(*t, path, "dscp", 0, 63, {{"preserve", kDscpPreserve}})
+                .value_or(kDscpPreserve));
         if (const toml::node* m = t->get("match")) {
             const std::string mpath = path + ".match";
             if (const toml::table* mt = table_at(c, *m, mpath)) {
-                c.only_keys(*mt, mpath, {"udp_dst_port", "bth_opcode", "ip_proto", "dscp", "src", "dst"});
+                c.only_keys(*mt, mpath,
+                            {"udp_dst_port", "bth_opcode", "ip_proto", "dscp", "src", "dst"});
                 if (auto v = c.integer(*mt, mpath, "udp_dst_port", 0, 65535, false)) {
                     r.has_udp_dst_port = true;
                     r.udp_dst_port = static_cast<uint16_t>(*v);
@@ -296,7 +305,8 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
                     if (d->is_array()) {
                         size_t j = 0;
                         for (const toml::node& x : *d->as_array())
-                            if (auto v = c.integer_node(x, mpath + ".dscp[" + std::to_string(j++) + "]", 0, 63))
+                            if (auto v = c.integer_node(
+                                    x, mpath + ".dscp[" + std::to_string(j++) + "]", 0, 63))
                                 r.dscp_mask |= uint64_t{1} << *v;
                     } else if (auto v = c.integer_node(*d, mpath + ".dscp", 0, 63)) {
                         r.dscp_mask |= uint64_t{1} << *v;
@@ -313,13 +323,15 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
                 }
                 if (r.has_bth_opcode && r.has_udp_dst_port && r.udp_dst_port != 4791)
                     c.error(mt->source(), mpath,
-                            "bth_opcode only exists on UDP port 4791 (RoCEv2); this class can never match");
+                            "bth_opcode only exists on UDP port 4791 (RoCEv2); this class can "
+                            "never match");
             }
         }
         cfg.classes.push_back(std::move(r));
     }
     if (cfg.classes.size() > kMaxClasses)
-        c.error(n->source(), "classes", "at most " + std::to_string(kMaxClasses) + " classes are supported");
+        c.error(n->source(), "classes",
+                "at most " + std::to_string(kMaxClasses) + " classes are supported");
 }
 
 // Picks the port a tunnel uses on one side: the named one, or the only one of that role.
@@ -372,8 +384,9 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
         c.only_keys(*t, path,
-                    {"name", "type", "vni", "remote", "next_hop_mac", "next_hop", "routes", "outer_dscp", "ecn",
-                     "inner_dscp_on_decap", "ttl", "udp_dst_port", "port", "inner_port", "inner_mac"});
+                    {"name", "type", "vni", "remote", "next_hop_mac", "next_hop", "routes",
+                     "outer_dscp", "ecn", "inner_dscp_on_decap", "ttl", "udp_dst_port", "port",
+                     "inner_port", "inner_mac"});
         TunnelConf tc;
         tc.name = c.str(*t, path, "name", true).value_or("");
         if (auto s = c.str(*t, path, "inner_mac", false)) {
@@ -383,7 +396,8 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                         "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
         }
         if (!tc.name.empty() && !names.insert(tc.name).second)
-            c.error(t->get("name")->source(), path + ".name", "duplicate tunnel name \"" + tc.name + "\"");
+            c.error(t->get("name")->source(), path + ".name",
+                    "duplicate tunnel name \"" + tc.name + "\"");
         if (auto type = c.str(*t, path, "type", true)) {
             if (*type == "vxlan")
                 tc.type = TunnelType::vxlan;
@@ -394,12 +408,13 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                         "\"" + *type + "\" is not valid; expected \"vxlan\" or \"geneve\"");
         }
         tc.vni = static_cast<uint32_t>(c.integer(*t, path, "vni", 0, 0xffffff, true).value_or(0));
-        tc.udp_port = static_cast<uint16_t>(
-            c.integer(*t, path, "udp_dst_port", 1, 65535, false)
-                .value_or(tc.type == TunnelType::vxlan ? 4789 : 6081));
+        tc.udp_port =
+            static_cast<uint16_t>(c.integer(*t, path, "udp_dst_port", 1, 65535, false)
+                                      .value_or(tc.type == TunnelType::vxlan ? 4789 : 6081));
         tc.ttl = static_cast<uint8_t>(c.integer(*t, path, "ttl", 1, 255, false).value_or(64));
         tc.outer_dscp = static_cast<int16_t>(
-            c.int_or_word(*t, path, "outer_dscp", 0, 63, {{"inherit", kDscpInherit}}).value_or(kDscpInherit));
+            c.int_or_word(*t, path, "outer_dscp", 0, 63, {{"inherit", kDscpInherit}})
+                .value_or(kDscpInherit));
         tc.decap_dscp = static_cast<int16_t>(
             c.int_or_word(*t, path, "inner_dscp_on_decap", 0, 63,
                           {{"preserve", kDscpPreserve}, {"copy-outer", kDscpCopyOuter}})
@@ -414,10 +429,13 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                         "\"" + *ecn + "\" is not valid; expected \"rfc6040\" or \"off\"");
         }
         std::array<uint8_t, 6> nh_mac{};
-        const bool has_mac = t->get("next_hop_mac") != nullptr, has_ip = t->get("next_hop") != nullptr;
+        const bool has_mac = t->get("next_hop_mac") != nullptr,
+                   has_ip = t->get("next_hop") != nullptr;
         if (has_mac == has_ip)
-            c.error(t->source(), path, has_mac ? "give next_hop_mac or next_hop, not both"
-                                               : "missing: next_hop_mac (a MAC) or next_hop (an IP resolved by ARP/ND)");
+            c.error(t->source(), path,
+                    has_mac
+                        ? "give next_hop_mac or next_hop, not both"
+                        : "missing: next_hop_mac (a MAC) or next_hop (an IP resolved by ARP/ND)");
         if (auto s = c.str(*t, path, "next_hop_mac", false))
             if (!parse_mac(*s, nh_mac))
                 c.error(t->get("next_hop_mac")->source(), path + ".next_hop_mac",
@@ -426,7 +444,8 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         if (auto s = c.str(*t, path, "next_hop", false)) {
             uint8_t fam = 0;
             if (!parse_ip(*s, fam, tc.next_hop))
-                c.error(t->get("next_hop")->source(), path + ".next_hop", "\"" + *s + "\" is not an IP address");
+                c.error(t->get("next_hop")->source(), path + ".next_hop",
+                        "\"" + *s + "\" is not an IP address");
             else {
                 tc.has_next_hop_ip = true;
                 nh_family = std::make_pair(fam, t->get("next_hop")->source());
@@ -438,19 +457,22 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         if (auto s = c.str(*t, path, "remote", true)) {
             uint8_t fam = 0;
             if (!parse_ip(*s, fam, tc.remote)) {
-                c.error(t->get("remote")->source(), path + ".remote", "\"" + *s + "\" is not an IP address");
+                c.error(t->get("remote")->source(), path + ".remote",
+                        "\"" + *s + "\" is not an IP address");
             } else {
                 tc.outer_v6 = fam == 6;
                 if (nh_family && nh_family->first != fam)
                     c.error(nh_family->second, path + ".next_hop",
-                            "next hop is IPv" + std::to_string(nh_family->first) + " but remote is IPv" +
-                                std::to_string(fam) + ": the next hop must be reachable in the remote's family");
+                            "next hop is IPv" + std::to_string(nh_family->first) +
+                                " but remote is IPv" + std::to_string(fam) +
+                                ": the next hop must be reachable in the remote's family");
                 if (op >= 0) {
                     const PortConf& p = cfg.ports[static_cast<size_t>(op)];
                     if (fam == 4 ? !p.has_ipv4 : !p.has_ipv6)
                         c.error(t->get("remote")->source(), path + ".remote",
-                                "remote is IPv" + std::to_string(fam) + " but outer port \"" + p.name +
-                                    "\" has no ipv" + std::to_string(fam) + " address to send from");
+                                "remote is IPv" + std::to_string(fam) + " but outer port \"" +
+                                    p.name + "\" has no ipv" + std::to_string(fam) +
+                                    " address to send from");
                     else if (fam == 4)
                         std::copy_n(p.ipv4.begin(), 4, tc.local.begin());
                     else
@@ -469,7 +491,8 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                         "outer port \"" + cfg.ports[static_cast<size_t>(op)].name + "\" mtu " +
                             std::to_string(tc.outer_mtu) + " cannot carry inner port \"" +
                             cfg.ports[static_cast<size_t>(ip)].name + "\" mtu " +
-                            std::to_string(tc.inner_mtu) + " once encapsulated: it needs at least " +
+                            std::to_string(tc.inner_mtu) +
+                            " once encapsulated: it needs at least " +
                             std::to_string(tc.inner_mtu + overhead) + " (inner MTU + " +
                             std::to_string(overhead) + " bytes of Ethernet, IPv" +
                             (tc.outer_v6 ? "6" : "4") + ", UDP and tunnel headers)");
@@ -505,7 +528,8 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         cfg.next_hop_macs.push_back(nh_mac);
     }
     if (cfg.tunnels.size() > kMaxTunnels)
-        c.error(n->source(), "tunnels", "at most " + std::to_string(kMaxTunnels) + " tunnels are supported");
+        c.error(n->source(), "tunnels",
+                "at most " + std::to_string(kMaxTunnels) + " tunnels are supported");
 }
 
 void load_neighbors(Checker& c, const toml::table& root, Config& cfg) {
@@ -531,14 +555,17 @@ void load_neighbors(Checker& c, const toml::table& root, Config& cfg) {
         }
         if (auto s = c.str(*t, path, "ip", true))
             if (!parse_ip(*s, sn.family, sn.addr))
-                c.error(t->get("ip")->source(), path + ".ip", "\"" + *s + "\" is not an IP address");
+                c.error(t->get("ip")->source(), path + ".ip",
+                        "\"" + *s + "\" is not an IP address");
         if (auto s = c.str(*t, path, "mac", true))
             if (!parse_mac(*s, sn.mac))
-                c.error(t->get("mac")->source(), path + ".mac", "\"" + *s + "\" is not a MAC address");
+                c.error(t->get("mac")->source(), path + ".mac",
+                        "\"" + *s + "\" is not a MAC address");
         cfg.neighbors.push_back(sn);
     }
     if (cfg.neighbors.size() > kMaxNeighbors / 2)
-        c.error(n->source(), "neighbors", "at most " + std::to_string(kMaxNeighbors / 2) + " static neighbors");
+        c.error(n->source(), "neighbors",
+                "at most " + std::to_string(kMaxNeighbors / 2) + " static neighbors");
 }
 
 Config build(const toml::table& root, const std::string& source_name) {
@@ -549,9 +576,10 @@ Config build(const toml::table& root, const std::string& source_name) {
     if (const toml::node* gw = root.get("gateway")) {
         if (const toml::table* t = table_at(c, *gw, "gateway")) {
             c.only_keys(*t, "gateway", {"workers", "icmp_rate"});
-            cfg.workers = static_cast<unsigned>(c.integer(*t, "gateway", "workers", 1, 128, false).value_or(0));
-            cfg.icmp_rate =
-                static_cast<uint32_t>(c.integer(*t, "gateway", "icmp_rate", 0, 1000000, false).value_or(100));
+            cfg.workers = static_cast<unsigned>(
+                c.integer(*t, "gateway", "workers", 1, 128, false).value_or(0));
+            cfg.icmp_rate = static_cast<uint32_t>(
+                c.integer(*t, "gateway", "icmp_rate", 0, 1000000, false).value_or(100));
         }
     }
     if (const toml::node* eal = root.get("eal")) {
@@ -667,7 +695,8 @@ std::optional<Prefix> parse_prefix(std::string_view s, std::string& why) {
 
 std::string format_mac(const std::array<uint8_t, 6>& m) {
     char buf[18];
-    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                  m[5]);
     return buf;
 }
 

@@ -15,18 +15,18 @@ namespace dscpgw {
 
 // Every problem found in a config, one per line, each naming file:line:column and the key.
 class ConfigError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 struct Config {
     std::string path;
     std::vector<std::string> eal_args;
-    unsigned workers = 0;  // [gateway] workers; 0: every lcore but the main one.
+    unsigned workers = 0;      // [gateway] workers; 0: every lcore but the main one.
     uint32_t icmp_rate = 100;  // [gateway] icmp_rate: ICMP errors per second per worker.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
-    std::vector<TunnelConf> tunnels;  // Templates not yet built.
+    std::vector<TunnelConf> tunnels;                    // Templates not yet built.
     std::vector<std::array<uint8_t, 6>> next_hop_macs;  // Per tunnel (zero with `next_hop`).
     struct StaticNeighbor {
         uint16_t port = 0;

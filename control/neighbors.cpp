@@ -12,7 +12,9 @@ namespace dscpgw {
 void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl& ctl, uint64_t now,
                         uint64_t hz) {
     table.drain_requests(now);
-    const auto secs = [hz](uint64_t dt) { return static_cast<double>(dt) / static_cast<double>(hz); };
+    const auto secs = [hz](uint64_t dt) {
+        return static_cast<double>(dt) / static_cast<double>(hz);
+    };
     for (size_t i = 0; i < table.size(); ++i) {
         Neighbor& n = table.at(i);
         if (n.is_static) continue;
@@ -23,7 +25,8 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
             n.probes = 0;
             continue;
         }
-        if (n.last_probe_tsc != 0 && secs(now - n.last_probe_tsc) < kNeighborProbeInterval) continue;
+        if (n.last_probe_tsc != 0 && secs(now - n.last_probe_tsc) < kNeighborProbeInterval)
+            continue;
         if ((mac & kNeighborValid) != 0 && n.probes >= kNeighborMaxProbes) {
             // Silent through every probe: stop sending to a MAC that is probably gone.
             n.mac.store(0, std::memory_order_relaxed);
@@ -63,8 +66,9 @@ void print_neighbors(std::FILE* out, const NeighborTable& table, const Snapshot&
         uint8_t m[6];
         unpack_mac(mac, m);
         if (mac & kNeighborValid)
-            std::fprintf(out, "  %-28s port %-8s %02x:%02x:%02x:%02x:%02x:%02x%s\n", ip, s.ports[n.port].name.c_str(),
-                         m[0], m[1], m[2], m[3], m[4], m[5], n.is_static ? " (static)" : "");
+            std::fprintf(out, "  %-28s port %-8s %02x:%02x:%02x:%02x:%02x:%02x%s\n", ip,
+                         s.ports[n.port].name.c_str(), m[0], m[1], m[2], m[3], m[4], m[5],
+                         n.is_static ? " (static)" : "");
         else
             std::fprintf(out, "  %-28s port %-8s unresolved\n", ip, s.ports[n.port].name.c_str());
     }

@@ -15,7 +15,8 @@ struct Snapshot;
 
 struct NeighborControl {
     rte_mempool* pool = nullptr;
-    rte_ring* inject = nullptr;  // To a worker, which transmits (the control thread owns no TX queue).
+    rte_ring* inject =
+        nullptr;  // To a worker, which transmits (the control thread owns no TX queue).
     uint64_t probes_sent = 0, probes_failed = 0, expired = 0;
 };
 
@@ -23,8 +24,8 @@ inline constexpr double kNeighborProbeInterval = 1.0;  // Seconds.
 inline constexpr double kNeighborReachable = 30.0;     // Confirmed this recently: no probe.
 inline constexpr uint32_t kNeighborMaxProbes = 3;      // Unanswered probes before a MAC is dropped.
 
-void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl& ctl, uint64_t now_tsc,
-                        uint64_t tsc_hz);
+void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl& ctl,
+                        uint64_t now_tsc, uint64_t tsc_hz);
 
 void print_neighbors(std::FILE* out, const NeighborTable& table, const Snapshot& s);
 

@@ -9,6 +9,7 @@
 
 namespace dscpgw {
 
-void print_counters(std::FILE* out, const Snapshot& s, const std::vector<const WorkerStats*>& workers);
+void print_counters(std::FILE* out, const Snapshot& s,
+                    const std::vector<const WorkerStats*>& workers);
 
 }  // namespace dscpgw

@@ -44,7 +44,7 @@ struct BurstState {
 // burst mostly hit the same class and tunnel, so the shared counters are written once per run of
 // equal indices rather than once per packet (house style: count in locals, flush once).
 class RunCounter {
-public:
+  public:
     RunCounter(Counter* pkts, Counter* bytes) : pkts_(pkts), bytes_(bytes) {}
     void add(size_t idx, uint64_t len) {
         if (idx != idx_) {
@@ -61,7 +61,7 @@ public:
         n_ = b_ = 0;
     }
 
-private:
+  private:
     Counter* pkts_;
     Counter* bytes_;
     size_t idx_ = 0;
@@ -75,9 +75,11 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0, rewrites = 0;
     RunCounter classes(st.class_pkts, st.class_bytes), encaps(st.encap_pkts, st.encap_bytes);
-    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i)
+        rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
     for (uint16_t i = 0; i < n; ++i) {
-        if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+        if (i + kPrefetchAhead < n)
+            rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
         rte_mbuf* m = pkts[i];
         const uint32_t in_len = m->pkt_len;
         rx_bytes += in_len;
@@ -121,7 +123,8 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                     const PortConf& port = s.ports[rx_port];
                     Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
                     if (make_too_big(port, port.has_icmp_src4 ? port.icmp_src4.data() : nullptr,
-                                     port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, v.pmtu, f)) {
+                                     port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, v.pmtu,
+                                     f)) {
                         m->data_off = static_cast<uint16_t>(f.headroom);
                         m->data_len = static_cast<uint16_t>(f.len);
                         m->pkt_len = f.len;

@@ -29,7 +29,8 @@ LocalReply answer_arp(const PortConf& port, const ParsedPacket& pp, Frame& f) {
     uint8_t* a = f.data + pp.l3_off;
     // Ethernet/IPv4 request (RFC 826) for our address; gratuitous ARP (sender == target) is no
     // question.
-    if (load16(a) != 1 || load16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4 || load16(a + 6) != 1)
+    if (load16(a) != 1 || load16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4 ||
+        load16(a + 6) != 1)
         return LocalReply::none;
     if (std::memcmp(a + 24, port.ipv4.data(), 4) != 0 || std::memcmp(a + 14, a + 24, 4) == 0)
         return LocalReply::none;
@@ -103,7 +104,8 @@ LocalReply answer_ns(const PortConf& port, const ParsedPacket& pp, Frame& f) {
     const uint32_t l2 = pp.l3_off;
     constexpr uint32_t kNaLen = 24 + 8;
     const uint32_t need = l2 + static_cast<uint32_t>(kIpv6Len) + kNaLen;
-    if (need > f.len) {  // A request without options is shorter than our answer: grow into headroom.
+    if (need >
+        f.len) {  // A request without options is shorter than our answer: grow into headroom.
         const uint32_t grow = need - f.len;
         if (f.headroom < grow) return LocalReply::none;
         std::memmove(f.data - grow, f.data, l2);
@@ -144,7 +146,8 @@ LocalReply answer_local(const PortConf& port, const ParsedPacket& pp, Frame& f) 
         return answer_arp(port, pp, f);
     }
     if (pp.ip_ver == 4) {
-        if (!port.has_ipv4 || pp.proto != kProtoIcmp || std::memcmp(pp.dst, port.ipv4.data(), 4) != 0)
+        if (!port.has_ipv4 || pp.proto != kProtoIcmp ||
+            std::memcmp(pp.dst, port.ipv4.data(), 4) != 0)
             return LocalReply::none;
         return answer_echo4(port, pp, f);
     }
@@ -178,7 +181,8 @@ uint32_t build_neighbor_solicitation(const PortConf& port, const uint8_t* target
     if (!port.has_ipv6) return 0;
     constexpr uint32_t kNsLen = 24 + 8;
     // Solicited-node multicast ff02::1:ffXX:XXXX and its MAC 33:33:ff:XX:XX:XX (RFC 4291, 2464).
-    uint8_t group[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15]};
+    uint8_t group[16] = {0xff, 0x02, 0, 0, 0,    0,          0,          0,
+                         0,    0,    0, 1, 0xff, target[13], target[14], target[15]};
     const uint8_t mac[6] = {0x33, 0x33, 0xff, target[13], target[14], target[15]};
     std::memcpy(out, mac, 6);
     std::memcpy(out + 6, port.mac.data(), 6);
@@ -205,17 +209,19 @@ bool ipv4_df(const ParsedPacket& pp, const uint8_t* frame) {
     return pp.ip_ver == 4 && (load16(frame + pp.l3_off + kIpv4FragOff) & kIpv4FlagDf) != 0;
 }
 
-bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6, uint32_t mtu, Frame& f) {
+bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6, uint32_t mtu,
+                  Frame& f) {
     ParsedPacket pp;
     if (parse_packet(f.data, f.len, pp) != DropReason::none || pp.ip_ver == 0) return false;
     uint8_t* ip = f.data + pp.l3_off;
     const uint8_t* l4 = f.data + pp.l4_off;
     if (pp.ip_ver == 4) {
         // Never about a non-first fragment, an ICMP error, or to a source that is no host.
-        if (src4 == nullptr || (load16(ip + kIpv4FragOff) & kIpv4FragOffsetMask) != 0 || !unicast4(pp.src))
+        if (src4 == nullptr || (load16(ip + kIpv4FragOff) & kIpv4FragOffsetMask) != 0 ||
+            !unicast4(pp.src))
             return false;
-        if (pp.proto == kProtoIcmp && pp.l4_off + 1u <= pp.l3_off + pp.ip_len && l4[0] != kIcmpEcho &&
-            l4[0] != kIcmpEchoReply)
+        if (pp.proto == kProtoIcmp && pp.l4_off + 1u <= pp.l3_off + pp.ip_len &&
+            l4[0] != kIcmpEcho && l4[0] != kIcmpEchoReply)
             return false;
         constexpr uint32_t kHdr = kIpv4Len + 8;
         // RFC 1812 4.3.2.3: as much of the original as fits in 576 bytes.
@@ -244,7 +250,8 @@ bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6
     if (src6 == nullptr || pp.src[0] == 0xff) return false;
     static constexpr uint8_t kUnspecified[16] = {};
     if (std::memcmp(pp.src, kUnspecified, 16) == 0) return false;
-    if (pp.proto == kProtoIcmp6 && !pp.is_fragment && pp.l4_off + 1u <= pp.l3_off + pp.ip_len && l4[0] < 128)
+    if (pp.proto == kProtoIcmp6 && !pp.is_fragment && pp.l4_off + 1u <= pp.l3_off + pp.ip_len &&
+        l4[0] < 128)
         return false;
     constexpr uint32_t kHdr = kIpv6Len + 8;
     // RFC 4443 2.4(c): as much as fits in the minimum IPv6 MTU.

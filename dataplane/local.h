@@ -21,7 +21,8 @@ LocalReply answer_local(const PortConf& port, const ParsedPacket& pp, Frame& f);
 // (RFC 1191 Fragmentation Needed with `mtu`, or RFC 8201 Packet Too Big), addressed back to it.
 // `src4`/`src6` is the address the error comes from. Returns false, frame untouched, when no error
 // may be sent (not a first fragment, an ICMP error itself, a multicast source...).
-bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6, uint32_t mtu, Frame& f);
+bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6, uint32_t mtu,
+                  Frame& f);
 
 // Probes the control side sends to resolve a next hop, written to `out` (at least 128 bytes):
 // a broadcast ARP request, or a Neighbor Solicitation to the target's solicited-node multicast

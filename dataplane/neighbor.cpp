@@ -57,11 +57,13 @@ NeighborTable::NeighborTable() : entries_(new Neighbor[kMaxNeighbors]) {
     // Lock-free readers (the workers) against one writer (the control thread).
     hp.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF;
     index_ = rte_hash_create(&hp);
-    requests_ = rte_ring_create_elem(rname.c_str(), sizeof(NeighborRequest), 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
+    requests_ = rte_ring_create_elem(rname.c_str(), sizeof(NeighborRequest), 1024, SOCKET_ID_ANY,
+                                     RING_F_SC_DEQ);
     if (index_ == nullptr || requests_ == nullptr) {
         rte_hash_free(index_);
         rte_ring_free(requests_);
-        throw std::runtime_error(std::string("cannot allocate the neighbor table: ") + rte_strerror(rte_errno));
+        throw std::runtime_error(std::string("cannot allocate the neighbor table: ") +
+                                 rte_strerror(rte_errno));
     }
 }
 
@@ -121,7 +123,8 @@ bool NeighborTable::learn(uint16_t port, const ParsedPacket& pp, const uint8_t* 
         // ARP (RFC 826), request or reply: the sender's addresses.
         const uint8_t* a = frame + pp.l3_off;
         if (load16(frame + pp.l3_off - 2) != kEtherTypeArp || len < pp.l3_off + 28u) return false;
-        if (load16(a) != 1 || load16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4) return false;
+        if (load16(a) != 1 || load16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4)
+            return false;
         family = 4;
         mac = a + 8;
         ip = a + 14;
@@ -131,7 +134,8 @@ bool NeighborTable::learn(uint16_t port, const ParsedPacket& pp, const uint8_t* 
         // Solicitation: source + source link-layer address option (RFC 4861 sections 4.3, 4.4).
         const uint32_t end = pp.l3_off + pp.ip_len;
         const uint8_t* icmp = frame + pp.l4_off;
-        if (pp.l4_off + 24u > end || frame[pp.l3_off + kIpv6HopLimitOff] != 255 || icmp[1] != 0) return false;
+        if (pp.l4_off + 24u > end || frame[pp.l3_off + kIpv6HopLimitOff] != 255 || icmp[1] != 0)
+            return false;
         uint8_t want_opt;
         if (icmp[0] == 136) {
             ip = icmp + 8;

@@ -25,7 +25,7 @@ inline constexpr uint64_t kNeighborValid = uint64_t{1} << 63;
 
 struct alignas(64) Neighbor {
     // Owner: workers and the control thread (rw, atomic); set-up: the control side.
-    std::atomic<uint64_t> mac{0};       // kNeighborValid | the MAC in the low 48 bits; 0: unresolved.
+    std::atomic<uint64_t> mac{0};  // kNeighborValid | the MAC in the low 48 bits; 0: unresolved.
     std::atomic<uint64_t> learned_tsc{0};  // When it was last confirmed.
     // Immutable once workers run.
     uint8_t family = 0;
@@ -48,7 +48,7 @@ inline void unpack_mac(uint64_t v, uint8_t* m) {
 }
 
 class NeighborTable {
-public:
+  public:
     NeighborTable();  // Needs rte_eal_init (the index and the request ring live in DPDK memory).
     ~NeighborTable();
     NeighborTable(const NeighborTable&) = delete;
@@ -71,10 +71,10 @@ public:
     // Workers: if the ARP packet or Neighbor Advertisement/Solicitation in `frame` tells the MAC of
     // one of our neighbors on `port`, record it; with `adopt`, a sender we have no entry for is
     // requested (routed LAN ports learn their hosts from the ARP they send). True if recorded.
-    bool learn(uint16_t port, const ParsedPacket& pp, const uint8_t* frame, uint32_t len, uint64_t now_tsc,
-               bool adopt = false);
+    bool learn(uint16_t port, const ParsedPacket& pp, const uint8_t* frame, uint32_t len,
+               uint64_t now_tsc, bool adopt = false);
 
-private:
+  private:
     std::unique_ptr<Neighbor[]> entries_;
     std::atomic<size_t> size_{0};
     rte_hash* index_ = nullptr;

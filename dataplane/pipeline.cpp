@@ -44,9 +44,12 @@ int classify(const Snapshot& s, const ParsedPacket& pp) {
         if (((c.dscp_mask >> pp.dscp()) & 1) == 0) continue;
         if (c.flags == 0) return i;
         if ((c.flags & ClassMatch::kPort) && (!udp || pp.dport != c.udp_dst_port)) continue;
-        if ((c.flags & ClassMatch::kBth) && (!pp.has_bth || pp.bth_opcode != c.bth_opcode)) continue;
+        if ((c.flags & ClassMatch::kBth) && (!pp.has_bth || pp.bth_opcode != c.bth_opcode))
+            continue;
         if ((c.flags & ClassMatch::kProto) && pp.proto != c.ip_proto) continue;
-        if ((c.flags & ClassMatch::kPrefixes) && !prefixes_match(s.classes[static_cast<size_t>(i)], pp)) continue;
+        if ((c.flags & ClassMatch::kPrefixes) &&
+            !prefixes_match(s.classes[static_cast<size_t>(i)], pp))
+            continue;
         return i;
     }
     return -1;
@@ -88,8 +91,8 @@ constexpr uint32_t outer_hdr_len() {
 // Pushes the tunnel's outer headers in front of the inner frame. The tunnel type only changes the
 // template's bytes (built by the control side), so only the address family specialises the code.
 template <bool kV6>
-DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f, const ParsedPacket& pp,
-               uint8_t inner_tos, uint16_t& pmtu, bool& offload) {
+DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f,
+                 const ParsedPacket& pp, uint8_t inner_tos, uint16_t& pmtu, bool& offload) {
     constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
     // RFC 7348 section 6.1: the inner VLAN tag is local to the LAN and not carried; the inner
@@ -114,7 +117,8 @@ DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f, 
         f.data += tags;
         f.headroom += tags;
     }
-    if (t.has_inner_mac) {  // Routed LAN: the frame was addressed to us; readdress it to the far end.
+    if (t.has_inner_mac) {  // Routed LAN: the frame was addressed to us; readdress it to the far
+                            // end.
         std::memcpy(f.data, t.inner_mac.data(), 6);
         std::memcpy(f.data + 6, t.inner_src_mac.data(), 6);
     }
@@ -126,8 +130,8 @@ DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f, 
 
     const uint32_t hash = flow_hash(pp);
     const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
-    const uint8_t dscp =
-        t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp) : static_cast<uint8_t>(inner_tos >> 2);
+    const uint8_t dscp = t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp)
+                                           : static_cast<uint8_t>(inner_tos >> 2);
     const uint8_t tos = static_cast<uint8_t>(dscp << 2 | ecn);
     uint8_t* ip = f.data + kEthLen;
     uint8_t* udp = ip + ip_hdr_len;
@@ -227,8 +231,8 @@ bool on_link(const uint8_t* net, unsigned len, const uint8_t* a) {
 }
 
 bool is_nd(const ParsedPacket& pp, const uint8_t* frame, uint8_t type) {
-    return pp.ip_ver == 6 && pp.proto == kProtoIcmp6 && pp.l4_off != 0 && pp.l4_off < pp.l3_off + pp.ip_len &&
-           frame[pp.l4_off] == type;
+    return pp.ip_ver == 6 && pp.proto == kProtoIcmp6 && pp.l4_off != 0 &&
+           pp.l4_off < pp.l3_off + pp.ip_len && frame[pp.l4_off] == type;
 }
 
 bool is_ns(const ParsedPacket& pp, const uint8_t* frame) { return is_nd(pp, frame, 135); }
@@ -255,7 +259,7 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     if ((port.has_ipv4 || port.has_ipv6) &&
         (pp.ip_ver == 0 || for_port(port, pp) || is_ns(pp, f.data) || is_nd(pp, f.data, 136))) {
         v.local = pp.ip_ver == 0 || pp.proto == kProtoIcmp6 ? neighbor_traffic(s, rx_port, pp, f)
-                                                             : answer_local(port, pp, f);
+                                                            : answer_local(port, pp, f);
         if (v.local != LocalReply::none) {
             v.out_port = rx_port;
             return v;
@@ -353,7 +357,8 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
     }
     const uint8_t* th = udp + kUdpLen;
     uint32_t th_len = 0, vni = 0;
-    v.drop = parse_tunnel_header(tp->type, th, udp_len - static_cast<uint32_t>(kUdpLen), th_len, vni);
+    v.drop =
+        parse_tunnel_header(tp->type, th, udp_len - static_cast<uint32_t>(kUdpLen), th_len, vni);
     if (v.drop != DropReason::none) return v;
 
     DecapKey key{};
@@ -404,12 +409,15 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
             // Routed LAN: deliver to the host's own MAC, from ours, resolved by ARP/ND.
             const bool v4 = ip.ip_ver == 4;
             if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
-                !on_link(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len, ip.dst)) {
+                !on_link(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len,
+                         ip.dst)) {
                 v.drop = DropReason::no_route;
                 return v;
             }
             const int n = s.neighbors->find(ip.ip_ver, t.inner_port, ip.dst);
-            const uint64_t mac = n < 0 ? 0 : s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
+            const uint64_t mac =
+                n < 0 ? 0
+                      : s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
             if ((mac & kNeighborValid) == 0) {
                 if (n < 0) s.neighbors->request(ip.ip_ver, t.inner_port, ip.dst, 0);
                 v.drop = DropReason::no_neighbor;

@@ -21,22 +21,24 @@ struct Frame {
 // Replies the gateway makes to traffic for its own addresses (dataplane/local.h).
 // `learned`: an ARP/ND packet told a neighbor's MAC; it is consumed, nothing is sent.
 enum class LocalReply : uint8_t { none, arp, icmp_echo, nd_advert, icmp6_echo, learned, count_ };
-inline constexpr const char* kLocalReplyNames[] = {"none",      "arp_reply",        "icmp_echo_reply",
-                                                   "nd_advert", "icmp6_echo_reply", "neighbor_learned"};
+inline constexpr const char* kLocalReplyNames[] = {
+    "none", "arp_reply", "icmp_echo_reply", "nd_advert", "icmp6_echo_reply", "neighbor_learned"};
 
 struct Verdict {
     DropReason drop = DropReason::none;
     uint16_t out_port = 0;
-    int16_t class_id = -1;   // Matching class, -1 for none (inner path only).
+    int16_t class_id = -1;  // Matching class, -1 for none (inner path only).
     int16_t tunnel_id = -1;
-    int16_t dscp_in = -1;    // Inner path: inner DSCP received. Outer path: outer DSCP.
-    int16_t dscp_out = -1;   // DSCP of the packet sent (inner path: the inner/outer DSCP).
+    int16_t dscp_in = -1;   // Inner path: inner DSCP received. Outer path: outer DSCP.
+    int16_t dscp_out = -1;  // DSCP of the packet sent (inner path: the inner/outer DSCP).
     bool decap = false;
     bool dscp_rewritten = false;
     bool outer_remarked = false;
     bool ce_marked = false;
-    bool tx_udp6_cksum = false;  // The outer IPv6 UDP checksum is left to the NIC (pseudo-header in place).
-    LocalReply local = LocalReply::none;  // Answered locally: the frame is the reply, out of rx port.
+    bool tx_udp6_cksum =
+        false;  // The outer IPv6 UDP checksum is left to the NIC (pseudo-header in place).
+    LocalReply local =
+        LocalReply::none;  // Answered locally: the frame is the reply, out of rx port.
     uint16_t pmtu = 0;  // With too_big on the inner path: the MTU to signal back (DF or IPv6 only).
 };
 
@@ -45,7 +47,9 @@ int classify(const Snapshot& s, const ParsedPacket& pp);
 
 // ECMP entropy: a hash of the inner 5-tuple mapped into 49152..65535 (RFC 7348 section 5).
 uint32_t flow_hash(const ParsedPacket& pp);
-inline uint16_t entropy_port(uint32_t hash) { return static_cast<uint16_t>(0xc000u | (hash & 0x3fffu)); }
+inline uint16_t entropy_port(uint32_t hash) {
+    return static_cast<uint16_t>(0xc000u | (hash & 0x3fffu));
+}
 
 // Inner -> outer: classify, mark, route, encapsulate.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f);

@@ -48,9 +48,9 @@ struct ClassRule {
     uint16_t udp_dst_port = 0;
     uint8_t bth_opcode = 0;
     uint8_t ip_proto = 0;
-    uint64_t dscp_mask = 0;  // Bit n set: DSCP n matches.
+    uint64_t dscp_mask = 0;        // Bit n set: DSCP n matches.
     std::vector<Prefix> src, dst;  // Empty: any.
-    int16_t set_dscp = -1;  // -1: preserve.
+    int16_t set_dscp = -1;         // -1: preserve.
 };
 
 // ClassRule compiled for the hot path: plain data, 24 bytes, the keys as masks and flags so that a
@@ -77,7 +77,7 @@ struct PortConf {
     std::array<uint8_t, 4> ipv4{};
     std::array<uint8_t, 16> ipv6{};
     uint8_t ipv4_len = 32, ipv6_len = 128;  // LAN prefix of an inner port's address.
-    bool tx_udp_cksum_offload = false;       // Set by `run` from the device's capabilities.
+    bool tx_udp_cksum_offload = false;      // Set by `run` from the device's capabilities.
     // Outer ports: the UDP ports tunnels listen on here, and the encapsulation each one carries.
     struct TunnelUdpPort {
         uint16_t udp_port;
@@ -105,10 +105,10 @@ struct TunnelConf {
     uint16_t inner_port = 0;
     uint8_t ttl = 64;
     bool ecn_rfc6040 = true;
-    int16_t outer_dscp = kDscpInherit;    // Or 0..63.
-    int16_t decap_dscp = kDscpPreserve;   // Or kDscpCopyOuter or 0..63.
-    uint32_t outer_mtu = 1500;            // IP MTU of outer_port.
-    uint32_t inner_mtu = 1500;            // IP MTU of inner_port.
+    int16_t outer_dscp = kDscpInherit;   // Or 0..63.
+    int16_t decap_dscp = kDscpPreserve;  // Or kDscpCopyOuter or 0..63.
+    uint32_t outer_mtu = 1500;           // IP MTU of outer_port.
+    uint32_t inner_mtu = 1500;           // IP MTU of inner_port.
     std::array<uint8_t, 16> remote{};
     std::array<uint8_t, 16> local{};
     std::vector<Prefix> routes;

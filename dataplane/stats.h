@@ -14,12 +14,14 @@ namespace dscpgw {
 // A single-writer counter: relaxed load+store compiles to a plain add, yet a concurrent reader
 // sees a whole value and the program has no data race.
 class Counter {
-public:
-    void add(uint64_t n) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  public:
+    void add(uint64_t n) {
+        v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
     void inc() { add(1); }
     uint64_t get() const { return v_.load(std::memory_order_relaxed); }
 
-private:
+  private:
     std::atomic<uint64_t> v_{0};
 };
 

@@ -249,8 +249,8 @@ inline constexpr uint8_t kEcnCe = 3;
 
 // RFC 1624 equation 3: HC' = ~(~HC + ~m + m'), for one 16-bit word changing from m to m'.
 inline uint16_t csum_update16(uint16_t hc, uint16_t old_word, uint16_t new_word) {
-    uint32_t sum = static_cast<uint16_t>(~hc) + static_cast<uint32_t>(static_cast<uint16_t>(~old_word)) +
-                   new_word;
+    uint32_t sum = static_cast<uint16_t>(~hc) +
+                   static_cast<uint32_t>(static_cast<uint16_t>(~old_word)) + new_word;
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);
     return static_cast<uint16_t>(~sum);

@@ -61,7 +61,8 @@ int worker_main(void* arg) {
         }
         if (c.inject != nullptr) {
             rte_mbuf* ctl[kBurst];
-            const unsigned n = rte_ring_sc_dequeue_burst(c.inject, reinterpret_cast<void**>(ctl), kBurst, nullptr);
+            const unsigned n =
+                rte_ring_sc_dequeue_burst(c.inject, reinterpret_cast<void**>(ctl), kBurst, nullptr);
             for (unsigned i = 0; i < n; ++i) {
                 TxQueue& q = txq[ctl[i]->port];
                 q.pkts[q.n++] = ctl[i];

@@ -21,7 +21,8 @@ bool eal_init(const std::vector<std::string>& args, std::string& error) {
 }
 
 std::vector<std::string> eal_args_offline() {
-    return {"--no-huge", "--no-pci", "--no-shconf", "-m", "512", "-l", "0", "--log-level=lib.eal:error",
+    return {"--no-huge",     "--no-pci", "--no-shconf", "-m",
+            "512",           "-l",       "0",           "--log-level=lib.eal:error",
             "--no-telemetry"};
 }
 

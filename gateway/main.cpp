@@ -9,11 +9,12 @@
 namespace {
 
 void usage(std::FILE* f) {
-    std::fprintf(f,
-                 "usage:\n"
-                 "  dscpgw check  --config FILE\n"
-                 "  dscpgw replay --config FILE --in IN.pcap --out OUT.pcap [--port NAME] [--trace]\n"
-                 "  dscpgw run    --config FILE\n");
+    std::fprintf(
+        f,
+        "usage:\n"
+        "  dscpgw check  --config FILE\n"
+        "  dscpgw replay --config FILE --in IN.pcap --out OUT.pcap [--port NAME] [--trace]\n"
+        "  dscpgw run    --config FILE\n");
 }
 
 }  // namespace
@@ -23,8 +24,8 @@ namespace dscpgw {
 int cmd_check(const std::string& config) {
     try {
         const Config cfg = load_config(config);
-        std::printf("%s: OK (%zu ports, %zu tunnels, %zu classes)\n", config.c_str(), cfg.ports.size(),
-                    cfg.tunnels.size(), cfg.classes.size());
+        std::printf("%s: OK (%zu ports, %zu tunnels, %zu classes)\n", config.c_str(),
+                    cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size());
         return 0;
     } catch (const ConfigError& e) {
         std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());

@@ -40,14 +40,17 @@ void print_trace(uint64_t index, const Snapshot& s, const Verdict& v) {
         std::snprintf(dscp, sizeof dscp, "%d->%d", v.dscp_in, v.dscp_out);
     else if (v.dscp_in >= 0)
         std::snprintf(dscp, sizeof dscp, "%d", v.dscp_in);
-    const char* tun = v.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(v.tunnel_id)].name.c_str() : "-";
+    const char* tun =
+        v.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(v.tunnel_id)].name.c_str() : "-";
     if (v.local != LocalReply::none)
         std::printf("%" PRIu64 " class=- dscp=- tunnel=- reply=%s port=%s\n", index,
-                    kLocalReplyNames[static_cast<size_t>(v.local)], s.ports[v.out_port].name.c_str());
+                    kLocalReplyNames[static_cast<size_t>(v.local)],
+                    s.ports[v.out_port].name.c_str());
     else if (v.drop == DropReason::none)
-        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s\n", index, cls, dscp, tun,
-                    v.decap ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
-                    v.outer_remarked ? " outer_dscp_remarked" : "", v.ce_marked ? " ce_marked" : "");
+        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s\n", index, cls, dscp,
+                    tun, v.decap ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
+                    v.outer_remarked ? " outer_dscp_remarked" : "",
+                    v.ce_marked ? " ce_marked" : "");
     else
         std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s\n", index, cls, dscp, tun,
                     std::string(drop_reason_name(v.drop)).c_str(), v.pmtu ? " pmtu" : "");
@@ -66,7 +69,8 @@ int cmd_replay(const ReplayOptions& o) {
     int rx_port = o.port.empty() ? cfg.first_port(PortRole::inner) : cfg.port_index(o.port);
     if (rx_port < 0) {
         if (o.port.empty())
-            std::fprintf(stderr, "dscpgw replay: the config has no inner port; name one with --port\n");
+            std::fprintf(stderr,
+                         "dscpgw replay: the config has no inner port; name one with --port\n");
         else
             std::fprintf(stderr, "dscpgw replay: --port %s: no such port in %s\n", o.port.c_str(),
                          o.config.c_str());
@@ -80,7 +84,8 @@ int cmd_replay(const ReplayOptions& o) {
         return 2;
     }
     if (pcap_datalink(in) != DLT_EN10MB) {
-        std::fprintf(stderr, "dscpgw replay: %s: link type %s, only Ethernet captures are supported\n",
+        std::fprintf(stderr,
+                     "dscpgw replay: %s: link type %s, only Ethernet captures are supported\n",
                      o.in.c_str(), pcap_datalink_val_to_name(pcap_datalink(in)));
         pcap_close(in);
         return 2;
@@ -88,7 +93,8 @@ int cmd_replay(const ReplayOptions& o) {
     pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
     pcap_dumper_t* out = pcap_dump_open(dead, o.out.c_str());
     if (out == nullptr) {
-        std::fprintf(stderr, "dscpgw replay: cannot write %s: %s\n", o.out.c_str(), pcap_geterr(dead));
+        std::fprintf(stderr, "dscpgw replay: cannot write %s: %s\n", o.out.c_str(),
+                     pcap_geterr(dead));
         pcap_close(dead);
         pcap_close(in);
         return 2;
@@ -115,9 +121,11 @@ int cmd_replay(const ReplayOptions& o) {
         }
         // One buffer size that holds any capturable frame, as a jumbo-capable port's pool would.
         constexpr uint16_t kDataRoom = UINT16_MAX;
-        rte_mempool* pool = rte_pktmbuf_pool_create("replay", 4 * kBurst - 1, 0, 0, kDataRoom, SOCKET_ID_ANY);
+        rte_mempool* pool =
+            rte_pktmbuf_pool_create("replay", 4 * kBurst - 1, 0, 0, kDataRoom, SOCKET_ID_ANY);
         if (pool == nullptr) {
-            std::fprintf(stderr, "dscpgw replay: cannot create mbuf pool: %s\n", rte_strerror(rte_errno));
+            std::fprintf(stderr, "dscpgw replay: cannot create mbuf pool: %s\n",
+                         rte_strerror(rte_errno));
             return 1;
         }
         auto stats = std::make_unique<WorkerStats>();
@@ -136,7 +144,8 @@ int cmd_replay(const ReplayOptions& o) {
                 const int r = pcap_next_ex(in, &h, &bytes);
                 if (r != 1) {
                     if (r == PCAP_ERROR) {
-                        std::fprintf(stderr, "dscpgw replay: %s: %s\n", o.in.c_str(), pcap_geterr(in));
+                        std::fprintf(stderr, "dscpgw replay: %s: %s\n", o.in.c_str(),
+                                     pcap_geterr(in));
                         rc = 1;
                     }
                     done = true;
@@ -144,7 +153,9 @@ int cmd_replay(const ReplayOptions& o) {
                 }
                 ++index;
                 if (h->caplen > max_frame) {
-                    std::fprintf(stderr, "dscpgw replay: frame %" PRIu64 " (%u bytes) exceeds the buffer size, skipped\n",
+                    std::fprintf(stderr,
+                                 "dscpgw replay: frame %" PRIu64
+                                 " (%u bytes) exceeds the buffer size, skipped\n",
                                  index, h->caplen);
                     ++skipped;
                     continue;
@@ -154,7 +165,8 @@ int cmd_replay(const ReplayOptions& o) {
                     std::fprintf(stderr, "dscpgw replay: mbuf pool exhausted\n");
                     return 1;
                 }
-                std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(h->caplen)), bytes, h->caplen);
+                std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(h->caplen)), bytes,
+                            h->caplen);
                 hdrs[n] = *h;
                 idxs[n] = index;
                 burst[n++] = m;
@@ -171,7 +183,9 @@ int cmd_replay(const ReplayOptions& o) {
             uint16_t seen = 0;
             process_burst(
                 *snap, static_cast<uint16_t>(rx_port), burst, n, *stats, bs,
-                [&](uint16_t port, rte_mbuf* m) { tx.push_back({port, m, hdrs[seen - 1].ts}); },
+                [&](uint16_t port, rte_mbuf* m) {
+                    tx.push_back({port, m, hdrs[seen - 1].ts});
+                },
                 [&](const rte_mbuf*, const Verdict& v) {
                     ++seen;
                     if (o.trace) print_trace(idxs[seen - 1], *snap, v);
@@ -183,7 +197,8 @@ int cmd_replay(const ReplayOptions& o) {
                 pcap_pkthdr ph{};
                 ph.ts = t.ts;
                 ph.caplen = ph.len = t.m->pkt_len;
-                pcap_dump(reinterpret_cast<u_char*>(out), &ph, rte_pktmbuf_mtod(t.m, const u_char*));
+                pcap_dump(reinterpret_cast<u_char*>(out), &ph,
+                          rte_pktmbuf_mtod(t.m, const u_char*));
                 stats->tx_pkts[t.port].inc();
                 stats->tx_bytes[t.port].add(t.m->pkt_len);
                 rte_pktmbuf_free(t.m);
@@ -192,8 +207,9 @@ int cmd_replay(const ReplayOptions& o) {
         pcap_dump_close(out);
         pcap_close(dead);
         pcap_close(in);
-        std::printf("replayed %" PRIu64 " frames from %s as received on port %s%s\n", index - skipped,
-                    o.in.c_str(), cfg.ports[static_cast<size_t>(rx_port)].name.c_str(),
+        std::printf("replayed %" PRIu64 " frames from %s as received on port %s%s\n",
+                    index - skipped, o.in.c_str(),
+                    cfg.ports[static_cast<size_t>(rx_port)].name.c_str(),
                     skipped ? " (some skipped, see above)" : "");
         print_counters(stdout, *snap, {stats.get()});
         rte_mempool_free(pool);

@@ -52,7 +52,8 @@ struct PortPlan {
 // Queue counts: one RX queue per worker where the device has them (RSS spreads flows), fewer
 // otherwise (workers beyond the count do not poll that port); one TX queue per worker, required, so
 // no worker ever shares a TX queue.
-bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& plan, std::string& err) {
+bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& plan,
+               std::string& err) {
     rte_eth_dev_info info{};
     const int rc = rte_eth_dev_info_get(pid, &info);
     if (rc != 0) {
@@ -60,16 +61,21 @@ bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& pla
         return false;
     }
     if (info.max_tx_queues < workers) {
-        err = "the device offers " + std::to_string(info.max_tx_queues) + " TX queue(s) but " +
-              std::to_string(workers) + " workers each need their own; lower [gateway] workers or give the device more queues";
+        err =
+            "the device offers " + std::to_string(info.max_tx_queues) + " TX queue(s) but " +
+            std::to_string(workers) +
+            " workers each need their own; lower [gateway] workers or give the device more queues";
         return false;
     }
-    const uint32_t max_mtu = std::min<uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
+    const uint32_t max_mtu = std::min<uint32_t>(
+        info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
     if (pc.mtu > max_mtu) {
-        err = "mtu " + std::to_string(pc.mtu) + " exceeds the device's maximum " + std::to_string(max_mtu);
+        err = "mtu " + std::to_string(pc.mtu) + " exceeds the device's maximum " +
+              std::to_string(max_mtu);
         return false;
     }
-    plan.rxq = static_cast<uint16_t>(std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
+    plan.rxq = static_cast<uint16_t>(
+        std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
     plan.txq = static_cast<uint16_t>(workers);
     return true;
 }
@@ -107,7 +113,8 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
         }
     rc = rte_eth_dev_set_mtu(pid, static_cast<uint16_t>(pc.mtu));
     if (rc != 0 && rc != -ENOTSUP)
-        std::fprintf(stderr, "dscpgw: port %s: cannot set MTU %u (%s); continuing with the device's\n",
+        std::fprintf(stderr,
+                     "dscpgw: port %s: cannot set MTU %u (%s); continuing with the device's\n",
                      pc.name.c_str(), pc.mtu, rte_strerror(-rc));
     pc.tx_udp_cksum_offload = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
     if ((rc = rte_eth_dev_start(pid)) != 0) {
@@ -124,8 +131,9 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
         rte_ether_addr a{};
         std::copy(pc.mac.begin(), pc.mac.end(), a.addr_bytes);
         if (rte_eth_dev_default_mac_addr_set(pid, &a) != 0) {
-            std::printf("dscpgw: port %s: the device keeps its own MAC; promiscuous mode receives %s\n",
-                        pc.name.c_str(), format_mac(pc.mac).c_str());
+            std::printf(
+                "dscpgw: port %s: the device keeps its own MAC; promiscuous mode receives %s\n",
+                pc.name.c_str(), format_mac(pc.mac).c_str());
             promisc = true;
         }
     }
@@ -145,7 +153,8 @@ void log_link(const PortConf& pc, uint16_t pid, int& last) {
     if (up == last) return;
     last = up;
     if (up)
-        std::printf("dscpgw: port %s: link up, %u Mbps, %s duplex\n", pc.name.c_str(), speed, full ? "full" : "half");
+        std::printf("dscpgw: port %s: link up, %u Mbps, %s duplex\n", pc.name.c_str(), speed,
+                    full ? "full" : "half");
     else
         std::printf("dscpgw: port %s: link down\n", pc.name.c_str());
     std::fflush(stdout);
@@ -186,11 +195,15 @@ int cmd_run(const std::string& config) {
 
     // Workers: one per requested lcore, never the main lcore, which stays the control thread.
     std::vector<unsigned> lcores;
-    for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE; l = rte_get_next_lcore(l, 1, 0))
+    for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE;
+         l = rte_get_next_lcore(l, 1, 0))
         lcores.push_back(l);
-    unsigned workers = cfg.workers != 0 ? cfg.workers : static_cast<unsigned>(std::max<size_t>(lcores.size(), 1));
+    unsigned workers =
+        cfg.workers != 0 ? cfg.workers : static_cast<unsigned>(std::max<size_t>(lcores.size(), 1));
     if (cfg.workers != 0 && cfg.workers > lcores.size()) {
-        std::fprintf(stderr, "dscpgw run: [gateway] workers = %u needs %u worker lcores besides the main one; the EAL has %zu (set -l in [eal] args)\n",
+        std::fprintf(stderr,
+                     "dscpgw run: [gateway] workers = %u needs %u worker lcores besides the main "
+                     "one; the EAL has %zu (set -l in [eal] args)\n",
                      cfg.workers, cfg.workers, lcores.size());
         return 2;
     }
@@ -203,33 +216,39 @@ int cmd_run(const std::string& config) {
     std::map<int, uint32_t> socket_mbufs;  // One pool per NUMA socket that has ports.
     std::vector<int> port_socket(nports);
     for (size_t i = 0; i < nports; ++i) {
-        if (rte_eth_dev_get_port_by_name(device_name(cfg.ports[i].device).c_str(), &eth_port[i]) != 0) {
-            std::fprintf(stderr, "dscpgw run: ports[%zu] (%s): device \"%s\" was not found by DPDK\n", i,
+        if (rte_eth_dev_get_port_by_name(device_name(cfg.ports[i].device).c_str(), &eth_port[i]) !=
+            0) {
+            std::fprintf(stderr,
+                         "dscpgw run: ports[%zu] (%s): device \"%s\" was not found by DPDK\n", i,
                          cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str());
-                return 1;
+            return 1;
         }
         if (!plan_port(eth_port[i], cfg.ports[i], workers, plans[i], err)) {
             std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
                          cfg.ports[i].device.c_str(), err.c_str());
-                return 1;
+            return 1;
         }
         max_mtu = std::max(max_mtu, cfg.ports[i].mtu);
         const int sock = rte_eth_dev_socket_id(eth_port[i]);
         port_socket[i] = sock < 0 ? static_cast<int>(rte_socket_id()) : sock;
         // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
-        socket_mbufs[port_socket[i]] += plans[i].rxq * kRxDesc + plans[i].txq * kTxDesc + workers * 2 * kBurst;
+        socket_mbufs[port_socket[i]] +=
+            plans[i].rxq * kRxDesc + plans[i].txq * kTxDesc + workers * 2 * kBurst;
     }
-    const uint32_t room = std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, max_mtu + 14 + 8 + 4) +
-                          RTE_PKTMBUF_HEADROOM;
+    const uint32_t room =
+        std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, max_mtu + 14 + 8 + 4) + RTE_PKTMBUF_HEADROOM;
     std::map<int, rte_mempool*> pools;
     unsigned pool_start = 0;
     for (auto& [sock, n] : socket_mbufs) {
         const uint32_t count = n + (workers + 1) * kPoolCache;
-        rte_mempool* mp = rte_pktmbuf_pool_create(("dscpgw_rx_s" + std::to_string(sock)).c_str(), count, kPoolCache,
-                                                  0, static_cast<uint16_t>(room), sock);
+        rte_mempool* mp =
+            rte_pktmbuf_pool_create(("dscpgw_rx_s" + std::to_string(sock)).c_str(), count,
+                                    kPoolCache, 0, static_cast<uint16_t>(room), sock);
         if (mp == nullptr) {
-            std::fprintf(stderr, "dscpgw run: cannot create an mbuf pool of %u x %u bytes on socket %d: %s\n",
-                         count, room, sock, rte_strerror(rte_errno));
+            std::fprintf(
+                stderr,
+                "dscpgw run: cannot create an mbuf pool of %u x %u bytes on socket %d: %s\n", count,
+                room, sock, rte_strerror(rte_errno));
             for (auto& [s2, p2] : pools) rte_mempool_free(p2);
             return 1;
         }
@@ -242,7 +261,7 @@ int cmd_run(const std::string& config) {
         if (!setup_port(eth_port[i], cfg.ports[i], plans[i], pools.at(port_socket[i]), err)) {
             std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
                          cfg.ports[i].device.c_str(), err.c_str());
-                return 1;
+            return 1;
         }
         rte_ether_addr a{};
         rte_eth_macaddr_get(eth_port[i], &a);
@@ -250,8 +269,8 @@ int cmd_run(const std::string& config) {
         std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
         macs.push_back(m);
         std::printf("dscpgw: port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u%s\n",
-                    cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str(), plans[i].rxq, plans[i].txq,
-                    plans[i].rxd, plans[i].txd, cfg.ports[i].mtu,
+                    cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str(), plans[i].rxq,
+                    plans[i].txq, plans[i].rxd, plans[i].txd, cfg.ports[i].mtu,
                     cfg.ports[i].tx_udp_cksum_offload ? ", UDP checksum offload" : "");
     }
     auto neighbors = std::make_unique<NeighborTable>();
@@ -263,15 +282,18 @@ int cmd_run(const std::string& config) {
         return 1;
     }
     // The control thread's frames (neighbor probes) go out through worker 0's TX queues.
-    rte_ring* inject = rte_ring_create("dscpgw_inject", 512, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    rte_ring* inject =
+        rte_ring_create("dscpgw_inject", 512, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (inject == nullptr) {
-        std::fprintf(stderr, "dscpgw run: cannot create the control ring: %s\n", rte_strerror(rte_errno));
+        std::fprintf(stderr, "dscpgw run: cannot create the control ring: %s\n",
+                     rte_strerror(rte_errno));
         return 1;
     }
     NeighborControl nctl{pool, inject};
     if (on_main && neighbors->size() != 0)
-        std::fprintf(stderr, "dscpgw run: a single lcore forwards and controls: next hops are learned from "
-                             "ARP/ND they send, but not probed; give the EAL a second lcore\n");
+        std::fprintf(stderr,
+                     "dscpgw run: a single lcore forwards and controls: next hops are learned from "
+                     "ARP/ND they send, but not probed; give the EAL a second lcore\n");
     std::vector<std::unique_ptr<WorkerStats>> stats;
     std::vector<WorkerContext> ctxs(workers);
     for (unsigned w = 0; w < workers; ++w) {
@@ -286,16 +308,18 @@ int cmd_run(const std::string& config) {
         for (size_t i = 0; i < nports; ++i) c.poll_rx.push_back(w < plans[i].rxq ? 1 : 0);
     }
 
-    std::printf("dscpgw: running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)", nports,
-                cfg.tunnels.size(), cfg.classes.size(), workers);
-    for (unsigned w = 0; w < workers; ++w) std::printf(" %u", on_main ? rte_get_main_lcore() : lcores[w]);
+    std::printf("dscpgw: running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)",
+                nports, cfg.tunnels.size(), cfg.classes.size(), workers);
+    for (unsigned w = 0; w < workers; ++w)
+        std::printf(" %u", on_main ? rte_get_main_lcore() : lcores[w]);
     std::printf("\n");
     std::fflush(stdout);
     std::vector<int> link_state(nports, -1);
     for (size_t i = 0; i < nports; ++i) log_link(cfg.ports[i], eth_port[i], link_state[i]);
     const auto t0 = std::chrono::steady_clock::now();
     if (!on_main) {
-        for (unsigned w = 0; w < workers; ++w) rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
+        for (unsigned w = 0; w < workers; ++w)
+            rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
         // The main lcore is the control thread: it watches links and waits for a signal.
         unsigned ticks = 0;
         const uint64_t hz = rte_get_tsc_hz();
@@ -303,13 +327,15 @@ int cmd_run(const std::string& config) {
             maintain_neighbors(*neighbors, *snap, nctl, rte_rdtsc(), hz);
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
             if (++ticks % 20 == 0)
-                for (size_t i = 0; i < nports; ++i) log_link(cfg.ports[i], eth_port[i], link_state[i]);
+                for (size_t i = 0; i < nports; ++i)
+                    log_link(cfg.ports[i], eth_port[i], link_state[i]);
         }
         for (unsigned w = 0; w < workers; ++w) rte_eal_wait_lcore(lcores[w]);
     } else {
         worker_main(&ctxs[0]);  // Signals still stop it.
     }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::vector<const WorkerStats*> views;
     for (auto& st : stats) views.push_back(st.get());
 
@@ -317,19 +343,20 @@ int cmd_run(const std::string& config) {
     for (size_t i = 0; i < nports; ++i) {
         rte_eth_stats es{};
         rte_eth_stats_get(eth_port[i], &es);
-        std::printf("ethdev %s: ipackets %" PRIu64 " opackets %" PRIu64 " imissed %" PRIu64 " ierrors %" PRIu64
-                    " oerrors %" PRIu64 " rx_nombuf %" PRIu64 "\n",
-                    cfg.ports[i].name.c_str(), es.ipackets, es.opackets, es.imissed, es.ierrors, es.oerrors,
-                    es.rx_nombuf);
+        std::printf("ethdev %s: ipackets %" PRIu64 " opackets %" PRIu64 " imissed %" PRIu64
+                    " ierrors %" PRIu64 " oerrors %" PRIu64 " rx_nombuf %" PRIu64 "\n",
+                    cfg.ports[i].name.c_str(), es.ipackets, es.opackets, es.imissed, es.ierrors,
+                    es.oerrors, es.rx_nombuf);
         rte_eth_dev_stop(eth_port[i]);
         rte_eth_dev_close(eth_port[i]);
     }
     print_counters(stdout, *snap, views);
     print_neighbors(stdout, *neighbors, *snap);
     if (neighbors->size() != 0)
-        std::printf("neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64 "\n", nctl.probes_sent,
-                    nctl.probes_failed, nctl.expired);
-    for (void* left = nullptr; rte_ring_dequeue(inject, &left) == 0;) rte_pktmbuf_free(static_cast<rte_mbuf*>(left));
+        std::printf("neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64 "\n",
+                    nctl.probes_sent, nctl.probes_failed, nctl.expired);
+    for (void* left = nullptr; rte_ring_dequeue(inject, &left) == 0;)
+        rte_pktmbuf_free(static_cast<rte_mbuf*>(left));
     rte_ring_free(inject);
     uint64_t total_rx = 0, total_tx = 0;
     for (unsigned w = 0; w < workers; ++w) {
@@ -343,10 +370,13 @@ int cmd_run(const std::string& config) {
         const uint64_t busy = stats[w]->busy_cycles.get(), idle = stats[w]->idle_cycles.get();
         std::printf("worker %u: rx %" PRIu64 " pkts, busy %.1f cycles/pkt, %.1f%% busy\n", w, rx,
                     rx ? static_cast<double>(busy) / static_cast<double>(rx) : 0.0,
-                    busy + idle ? 100.0 * static_cast<double>(busy) / static_cast<double>(busy + idle) : 0.0);
+                    busy + idle
+                        ? 100.0 * static_cast<double>(busy) / static_cast<double>(busy + idle)
+                        : 0.0);
     }
-    std::printf("forwarded: rx %" PRIu64 " tx %" PRIu64 " pkts in %.3f s: %.3f Mpps rx, %.3f Mpps tx\n", total_rx,
-                total_tx, elapsed, static_cast<double>(total_rx) / elapsed / 1e6,
+    std::printf("forwarded: rx %" PRIu64 " tx %" PRIu64
+                " pkts in %.3f s: %.3f Mpps rx, %.3f Mpps tx\n",
+                total_rx, total_tx, elapsed, static_cast<double>(total_rx) / elapsed / 1e6,
                 static_cast<double>(total_tx) / elapsed / 1e6);
     unsigned in_use = 0;
     for (auto& [sock, mp] : pools) in_use += rte_mempool_in_use_count(mp);

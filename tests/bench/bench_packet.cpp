@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tests/common/dataplane_fixture.h"
 #include "dataplane/pipeline.h"
 #include "gateway/eal.h"
+#include "tests/common/dataplane_fixture.h"
 #include "tests/unit/builder.h"
 
 namespace dscpgw {
@@ -22,14 +22,21 @@ const Snapshot* g_snap = nullptr;
 // A RoCEv2 frame of `frame_len` bytes (74, 1082 or 4154: the 64-byte, 1 KB and 4 KB classes).
 Bytes roce_frame(const char* dst, size_t frame_len) {
     const size_t hdr = 14 + 20 + 8 + 12;
-    return PacketBuilder().eth().ipv4("10.10.0.5", dst, 0x02).udp(49152, 4791).bth(0x0a).payload(frame_len - hdr).build();
+    return PacketBuilder()
+        .eth()
+        .ipv4("10.10.0.5", dst, 0x02)
+        .udp(49152, 4791)
+        .bth(0x0a)
+        .payload(frame_len - hdr)
+        .build();
 }
 
 void run(benchmark::State& state, uint16_t port, const Bytes& pkt) {
     constexpr uint32_t kHeadroom = 128;
     constexpr size_t kRestore = 128;
     Bytes src = pkt;
-    src.resize(std::max(kRestore, pkt.size()), 0);  // A constant-size restore compiles to vector moves.
+    src.resize(std::max(kRestore, pkt.size()),
+               0);  // A constant-size restore compiles to vector moves.
     std::vector<uint8_t> buf(kHeadroom + src.size());
     std::memcpy(buf.data() + kHeadroom, src.data(), src.size());
     for (auto _ : state) {
@@ -68,10 +75,20 @@ void BM_MarkEncapVxlan6(benchmark::State& state) {
 
 Bytes outer_of(const Bytes& inner, bool v6) {
     if (v6)
-        return PacketBuilder().eth().ipv6("2001:db8:18::99", "2001:db8:18::1", 26 << 2 | 2).udp(50000, 4789)
-            .vxlan(200).raw(inner).build();
-    return PacketBuilder().eth().ipv4("198.18.7.7", "198.18.0.1", 26 << 2 | 2).udp(50000, 6081, false)
-        .geneve(100).raw(inner).build();
+        return PacketBuilder()
+            .eth()
+            .ipv6("2001:db8:18::99", "2001:db8:18::1", 26 << 2 | 2)
+            .udp(50000, 4789)
+            .vxlan(200)
+            .raw(inner)
+            .build();
+    return PacketBuilder()
+        .eth()
+        .ipv4("198.18.7.7", "198.18.0.1", 26 << 2 | 2)
+        .udp(50000, 6081, false)
+        .geneve(100)
+        .raw(inner)
+        .build();
 }
 
 void BM_DecapGeneve4(benchmark::State& state) {

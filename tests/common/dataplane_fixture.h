@@ -67,7 +67,8 @@ dscp = 8
 // has addresses (routed LAN mode) instead of being transparent.
 inline std::unique_ptr<Snapshot> wide_snapshot(bool routed = false) {
     std::string text = kWideConfig;
-    text.replace(text.find("@LAN_ADDRESSES@"), 15, routed ? "ipv4 = \"10.0.0.1/8\"\nipv6 = \"fd00::1/64\"" : "");
+    text.replace(text.find("@LAN_ADDRESSES@"), 15,
+                 routed ? "ipv4 = \"10.0.0.1/8\"\nipv6 = \"fd00::1/64\"" : "");
     static NeighborTable neighbors;
     const Config cfg = parse_config(text, "wide.toml");
     return build_snapshot(cfg, {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}}, neighbors);

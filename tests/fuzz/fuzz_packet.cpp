@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "tests/common/dataplane_fixture.h"
 #include "dataplane/local.h"
 #include "dataplane/pipeline.h"
 #include "gateway/eal.h"
+#include "tests/common/dataplane_fixture.h"
 
 namespace {
 
@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Headroom from 0 to 126 bytes: encapsulation must never write before the buffer.
     const uint32_t headroom = ((data[0] >> 1) & 0x3f) * 2u;
     const size_t len = size - 1;
-    // An exactly sized heap buffer, so ASan sees any access outside [buffer, buffer + headroom + len).
+    // An exactly sized heap buffer, so ASan sees any access outside [buffer, buffer + headroom +
+    // len).
     std::unique_ptr<uint8_t[]> buf(new uint8_t[headroom + len]);
     std::memcpy(buf.get() + headroom, data + 1, len);
     dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom};

@@ -33,9 +33,10 @@ inline std::array<uint8_t, 16> ip(const std::string& s) {
 }
 
 class PacketBuilder {
-public:
+  public:
     PacketBuilder& eth(const std::array<uint8_t, 6>& dst = {2, 0, 0, 0, 0x10, 1},
-                       const std::array<uint8_t, 6>& src = {2, 0, 0, 0, 0x10, 2}, uint16_t vlan = 0) {
+                       const std::array<uint8_t, 6>& src = {2, 0, 0, 0, 0x10, 2},
+                       uint16_t vlan = 0) {
         b_.insert(b_.end(), dst.begin(), dst.end());
         b_.insert(b_.end(), src.begin(), src.end());
         if (vlan != 0) {
@@ -46,8 +47,9 @@ public:
         put16(0);
         return *this;
     }
-    PacketBuilder& ipv4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t proto = 17,
-                        uint16_t frag = 0x4000, size_t option_words = 0, uint8_t ttl = 64, uint16_t id = 0x1234) {
+    PacketBuilder& ipv4(const std::string& src, const std::string& dst, uint8_t tos,
+                        uint8_t proto = 17, uint16_t frag = 0x4000, size_t option_words = 0,
+                        uint8_t ttl = 64, uint16_t id = 0x1234) {
         set16(type_off_, 0x0800);
         l3_ = b_.size();
         v6_ = false;
@@ -108,8 +110,8 @@ public:
         put32(vni << 8);
         return *this;
     }
-    PacketBuilder& geneve(uint32_t vni, const Bytes& options = {}, uint8_t flags = 0, uint16_t proto = 0x6558,
-                          uint8_t version = 0) {
+    PacketBuilder& geneve(uint32_t vni, const Bytes& options = {}, uint8_t flags = 0,
+                          uint16_t proto = 0x6558, uint8_t version = 0) {
         b_.push_back(static_cast<uint8_t>(version << 6 | (options.size() / 4)));
         b_.push_back(flags);
         put16(proto);
@@ -141,7 +143,7 @@ public:
         return b;
     }
 
-private:
+  private:
     static constexpr size_t kNone = SIZE_MAX;
     void put16(uint16_t v) {
         b_.push_back(static_cast<uint8_t>(v >> 8));
@@ -168,7 +170,8 @@ private:
 struct TestFrame {
     explicit TestFrame(const Bytes& pkt, size_t headroom = 128) : buf(headroom + pkt.size()) {
         std::copy(pkt.begin(), pkt.end(), buf.begin() + static_cast<long>(headroom));
-        frame = {buf.data() + headroom, static_cast<uint32_t>(pkt.size()), static_cast<uint32_t>(headroom)};
+        frame = {buf.data() + headroom, static_cast<uint32_t>(pkt.size()),
+                 static_cast<uint32_t>(headroom)};
     }
     Bytes bytes() const { return Bytes(frame.data, frame.data + frame.len); }
     Bytes buf;

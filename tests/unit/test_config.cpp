@@ -35,7 +35,8 @@ remote = "198.18.0.2"
 next_hop_mac = "02:00:00:00:00:01"
 [[classes]]
 name = "any"
-)", "t.toml");
+)",
+                                  "t.toml");
     ASSERT_EQ(c.tunnels.size(), 1u);
     const TunnelConf& t = c.tunnels[0];
     EXPECT_EQ(t.udp_port, 6081);
@@ -52,8 +53,9 @@ name = "any"
 }
 
 TEST(Config, ErrorsNameKeyAndPosition) {
-    const std::string tun = std::string(kPorts) + "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\n"
-                                                  "remote = \"198.18.0.2\"\nnext_hop_mac = \"02:00:00:00:00:01\"\n";
+    const std::string tun = std::string(kPorts) +
+                            "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\n"
+                            "remote = \"198.18.0.2\"\nnext_hop_mac = \"02:00:00:00:00:01\"\n";
     struct Case {
         std::string text, expect;
     } cases[] = {
@@ -62,43 +64,52 @@ TEST(Config, ErrorsNameKeyAndPosition) {
         {"[metrics]\n", "t.toml:1:1: metrics: unknown key"},
         {std::string(kPorts) + "[[ports]]\nname = \"lan\"\nrole = \"inner\"\ndevice = \"c\"\n",
          "t.toml:12:8: ports[2].name: duplicate port name \"lan\""},
-        {std::string(kPorts) + "[[ports]]\nname = \"x\"\nrole = \"outer\"\ndevice = \"b\"\nipv4 = \"198.18.0.9\"\n",
+        {std::string(kPorts) +
+             "[[ports]]\nname = \"x\"\nrole = \"outer\"\ndevice = \"b\"\nipv4 = \"198.18.0.9\"\n",
          "ports[2].device: device \"b\" is used by another port"},
         {std::string(kPorts) + "[[ports]]\nname = \"x\"\nrole = \"outer\"\ndevice = \"c\"\n",
          "t.toml:11:1: ports[2]: an outer port needs a local VTEP address"},
         {tun + "vni = 2\n", "TOML syntax error"},
-        {tun + "outer_dscp = \"keep\"\n", "tunnels[0].outer_dscp: \"keep\" is not valid; expected 0..63 or \"inherit\""},
+        {tun + "outer_dscp = \"keep\"\n",
+         "tunnels[0].outer_dscp: \"keep\" is not valid; expected 0..63 or \"inherit\""},
         {tun + "ecn = true\n", "tunnels[0].ecn: expected a string"},
         {tun + "ttl = 0\n", "tunnels[0].ttl: 0 is out of range 1..255"},
         {tun + "routes = [\"10.0.0.0/8\", 7]\n", "tunnels[0].routes[1]: expected a string"},
-        {tun + "routes = [\"10.0.0.0/8\"]\n[[tunnels]]\nname = \"u\"\ntype = \"vxlan\"\nvni = 2\nremote = \"198.18.0.3\"\n"
+        {tun + "routes = [\"10.0.0.0/8\"]\n[[tunnels]]\nname = \"u\"\ntype = \"vxlan\"\nvni = "
+               "2\nremote = \"198.18.0.3\"\n"
                "next_hop_mac = \"02:00:00:00:00:01\"\nroutes = [\"10.0.0.0/8\"]\n",
          "tunnels[1].routes: route 10.0.0.0/8 is already routed to tunnel \"t\""},
-        {tun + "[[tunnels]]\nname = \"u\"\ntype = \"geneve\"\nudp_dst_port = 4789\nvni = 2\nremote = \"198.18.0.3\"\n"
+        {tun + "[[tunnels]]\nname = \"u\"\ntype = \"geneve\"\nudp_dst_port = 4789\nvni = 2\nremote "
+               "= \"198.18.0.3\"\n"
                "next_hop_mac = \"02:00:00:00:00:01\"\n",
          "tunnels[1].udp_dst_port: UDP port 4789 already carries VXLAN for tunnel \"t\""},
         {tun + "[[tunnels]]\nname = \"u\"\ntype = \"vxlan\"\nvni = 1\nremote = \"198.18.0.2\"\n"
                "next_hop_mac = \"02:00:00:00:00:01\"\n",
          "tunnels[1]: same remote, VNI and UDP port as tunnel \"t\""},
         {tun + "port = \"lan\"\n", "tunnels[0].port: \"lan\" is not an outer port"},
-        {std::string(kPorts) + "[[tunnels]]\nname = \"t\"\n", "tunnels[0].type: missing (required)"},
-        {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { bth_opcode = 129, udp_dst_port = 53 }\n",
+        {std::string(kPorts) + "[[tunnels]]\nname = \"t\"\n",
+         "tunnels[0].type: missing (required)"},
+        {std::string(kPorts) +
+             "[[classes]]\nname = \"c\"\nmatch = { bth_opcode = 129, udp_dst_port = 53 }\n",
          "bth_opcode only exists on UDP port 4791"},
         {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { dscp = [1, 99] }\n",
          "classes[0].match.dscp[1]: 99 is out of range 0..63"},
         {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { src = \"fd00::/129\" }\n",
          "prefix length must be 0..128"},
-        {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { sport = 1 }\n", "classes[0].match.sport: unknown key"},
+        {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { sport = 1 }\n",
+         "classes[0].match.sport: unknown key"},
         {"", "ports: missing: at least one [[ports]] is required"},
     };
     for (const auto& c : cases) {
         const std::string err = error_of(c.text);
-        EXPECT_NE(err.find(c.expect), std::string::npos) << "expected \"" << c.expect << "\" in:\n" << err;
+        EXPECT_NE(err.find(c.expect), std::string::npos) << "expected \"" << c.expect << "\" in:\n"
+                                                         << err;
     }
 }
 
 TEST(Config, AllProblemsReportedAtOnce) {
-    const std::string err = error_of("[[ports]]\nname = 1\nrole = \"middle\"\ndevice = \"a\"\nmtu = 5\n");
+    const std::string err =
+        error_of("[[ports]]\nname = 1\nrole = \"middle\"\ndevice = \"a\"\nmtu = 5\n");
     EXPECT_NE(err.find("ports[0].name: expected a string"), std::string::npos) << err;
     EXPECT_NE(err.find("ports[0].role: \"middle\" is not valid"), std::string::npos) << err;
     EXPECT_NE(err.find("ports[0].mtu: 5 is out of range"), std::string::npos) << err;

@@ -10,7 +10,13 @@ using test::Bytes;
 using test::PacketBuilder;
 
 TEST(Parse, RoceV4Tagged) {
-    auto p = PacketBuilder().eth({}, {}, 10).ipv4("10.0.0.1", "10.0.0.2", 0x6a).udp(1000, 4791).bth(0x81).payload(16).build();
+    auto p = PacketBuilder()
+                 .eth({}, {}, 10)
+                 .ipv4("10.0.0.1", "10.0.0.2", 0x6a)
+                 .udp(1000, 4791)
+                 .bth(0x81)
+                 .payload(16)
+                 .build();
     ParsedPacket pp;
     ASSERT_EQ(parse_packet(p.data(), static_cast<uint32_t>(p.size()), pp), DropReason::none);
     EXPECT_EQ(pp.vlan_tags, 1);
@@ -35,7 +41,13 @@ TEST(Parse, Ipv4OptionsAndPadding) {
 
 TEST(Parse, Ipv6ExtensionHeadersAndFragments) {
     // Hop-by-hop (8 bytes) then UDP.
-    auto p = PacketBuilder().eth().ipv6("fd00::1", "fd00::2", 0xb8, 0).raw({17, 0, 5, 2, 0, 0, 1, 0}).udp(7, 4791).bth(4).build();
+    auto p = PacketBuilder()
+                 .eth()
+                 .ipv6("fd00::1", "fd00::2", 0xb8, 0)
+                 .raw({17, 0, 5, 2, 0, 0, 1, 0})
+                 .udp(7, 4791)
+                 .bth(4)
+                 .build();
     ParsedPacket pp;
     ASSERT_EQ(parse_packet(p.data(), static_cast<uint32_t>(p.size()), pp), DropReason::none);
     EXPECT_EQ(pp.proto, 17);
@@ -43,7 +55,12 @@ TEST(Parse, Ipv6ExtensionHeadersAndFragments) {
     EXPECT_TRUE(pp.has_bth);
     EXPECT_EQ(pp.dscp(), 46);
     // A non-first fragment has no transport header.
-    auto f = PacketBuilder().eth().ipv6("fd00::1", "fd00::2", 0, 44).raw({17, 0, 0x01, 0x00, 0, 0, 0, 1}).payload(40).build();
+    auto f = PacketBuilder()
+                 .eth()
+                 .ipv6("fd00::1", "fd00::2", 0, 44)
+                 .raw({17, 0, 0x01, 0x00, 0, 0, 0, 1})
+                 .payload(40)
+                 .build();
     ASSERT_EQ(parse_packet(f.data(), static_cast<uint32_t>(f.size()), pp), DropReason::none);
     EXPECT_TRUE(pp.is_fragment);
     EXPECT_FALSE(pp.has_ports);
@@ -71,7 +88,13 @@ struct BadCase {
 };
 
 TEST(Parse, MalformedTable) {
-    auto good = PacketBuilder().eth().ipv4("10.0.0.1", "10.0.0.2", 0).udp(1, 4791).bth(4).payload(4).build();
+    auto good = PacketBuilder()
+                    .eth()
+                    .ipv4("10.0.0.1", "10.0.0.2", 0)
+                    .udp(1, 4791)
+                    .bth(4)
+                    .payload(4)
+                    .build();
     auto bad_ver = good;
     bad_ver[14] = 0x65;
     auto bad_ihl = good;
@@ -87,11 +110,13 @@ TEST(Parse, MalformedTable) {
     auto bad_v6_ver = v6;
     bad_v6_ver[14] = 0x40;
     auto udp_cut = PacketBuilder().eth().ipv4("10.0.0.1", "10.0.0.2", 0, 17).payload(4).build();
-    auto bth_cut = PacketBuilder().eth().ipv4("10.0.0.1", "10.0.0.2", 0).udp(1, 4791).payload(8).build();
+    auto bth_cut =
+        PacketBuilder().eth().ipv4("10.0.0.1", "10.0.0.2", 0).udp(1, 4791).payload(8).build();
     const BadCase cases[] = {
         {"empty", {}, DropReason::truncated},
         {"13 bytes", Bytes(13, 0), DropReason::truncated},
-        {"VLAN tag cut", Bytes{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81, 0, 0, 1}, DropReason::truncated},
+        {"VLAN tag cut", Bytes{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81, 0, 0, 1},
+         DropReason::truncated},
         {"IPv4 header cut", Bytes(good.begin(), good.begin() + 30), DropReason::truncated},
         {"IPv4 version 6 under 0x0800", bad_ver, DropReason::bad_ip_header},
         {"IHL 3", bad_ihl, DropReason::bad_ip_header},
@@ -104,15 +129,28 @@ TEST(Parse, MalformedTable) {
     };
     for (const auto& c : cases) {
         ParsedPacket pp;
-        EXPECT_EQ(parse_packet(c.pkt.data(), static_cast<uint32_t>(c.pkt.size()), pp), c.expect) << c.what;
+        EXPECT_EQ(parse_packet(c.pkt.data(), static_cast<uint32_t>(c.pkt.size()), pp), c.expect)
+            << c.what;
     }
 }
 
 // Every prefix of a valid packet parses without reading past its end (ASan checks the reads).
 TEST(Parse, EveryTruncationIsSafe) {
     const Bytes pkts[] = {
-        PacketBuilder().eth({}, {}, 5).ipv4("10.0.0.1", "10.0.0.2", 0, 17, 0, 1).udp(1, 4791).bth(4).payload(8).build(),
-        PacketBuilder().eth().ipv6("fd00::1", "fd00::2", 0, 0).raw({17, 0, 5, 2, 0, 0, 1, 0}).udp(7, 4791).bth(4).build(),
+        PacketBuilder()
+            .eth({}, {}, 5)
+            .ipv4("10.0.0.1", "10.0.0.2", 0, 17, 0, 1)
+            .udp(1, 4791)
+            .bth(4)
+            .payload(8)
+            .build(),
+        PacketBuilder()
+            .eth()
+            .ipv6("fd00::1", "fd00::2", 0, 0)
+            .raw({17, 0, 5, 2, 0, 0, 1, 0})
+            .udp(7, 4791)
+            .bth(4)
+            .build(),
     };
     for (const auto& p : pkts) {
         for (size_t n = 0; n < p.size(); ++n) {

@@ -91,15 +91,16 @@ dscp = 26
 )";
 
 constexpr uint16_t kLan = 0, kWan = 1;
-const std::array<uint8_t, 6> kWanMac{2, 0, 0, 0, 0, 1}, kNh4{2, 0, 0, 0, 0, 0xfe}, kNh6{2, 0, 0, 0, 0, 0xfd},
-    kNhFixed{2, 0, 0, 0, 0, 0xfc};
+const std::array<uint8_t, 6> kWanMac{2, 0, 0, 0, 0, 1}, kNh4{2, 0, 0, 0, 0, 0xfe},
+    kNh6{2, 0, 0, 0, 0, 0xfd}, kNhFixed{2, 0, 0, 0, 0, 0xfc};
 
 class Pipeline : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         cfg_ = new Config(parse_config(kConfig, "unit.toml"));
         neighbors_ = new NeighborTable();
-        snap_ = build_snapshot(*cfg_, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, *neighbors_).release();
+        snap_ =
+            build_snapshot(*cfg_, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, *neighbors_).release();
     }
     static void TearDownTestSuite() {
         delete snap_;
@@ -124,21 +125,34 @@ protected:
     static inline NeighborTable* neighbors_ = nullptr;
 };
 
-Bytes roce4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t opcode = 4, size_t payload = 32,
-            uint16_t sport = 49152, uint16_t vlan = 0) {
-    return PacketBuilder().eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, vlan).ipv4(src, dst, tos)
-        .udp(sport, 4791).bth(opcode).payload(payload).build();
+Bytes roce4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t opcode = 4,
+            size_t payload = 32, uint16_t sport = 49152, uint16_t vlan = 0) {
+    return PacketBuilder()
+        .eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, vlan)
+        .ipv4(src, dst, tos)
+        .udp(sport, 4791)
+        .bth(opcode)
+        .payload(payload)
+        .build();
 }
 
 Bytes roce6(const std::string& src, const std::string& dst, uint8_t tc, uint8_t opcode = 4) {
-    return PacketBuilder().eth().ipv6(src, dst, tc).udp(49152, 4791).bth(opcode).payload(32).build();
+    return PacketBuilder()
+        .eth()
+        .ipv6(src, dst, tc)
+        .udp(49152, 4791)
+        .bth(opcode)
+        .payload(32)
+        .build();
 }
 
-uint16_t sport_of(const Bytes& outer, size_t ip_len) { return static_cast<uint16_t>(outer[14 + ip_len] << 8 | outer[15 + ip_len]); }
+uint16_t sport_of(const Bytes& outer, size_t ip_len) {
+    return static_cast<uint16_t>(outer[14 + ip_len] << 8 | outer[15 + ip_len]);
+}
 
 // The inner packet with its TOS set, checksum recomputed by the builder: what marking must produce.
-Bytes remark4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t opcode = 4, size_t payload = 32,
-              uint16_t sport = 49152) {
+Bytes remark4(const std::string& src, const std::string& dst, uint8_t tos, uint8_t opcode = 4,
+              size_t payload = 32, uint16_t sport = 49152) {
     return roce4(src, dst, tos, opcode, payload, sport);
 }
 
@@ -154,8 +168,13 @@ TEST_F(Pipeline, EncapGeneveIpv4ExactBytes) {
     const uint16_t sport = sport_of(o.bytes, 20);
     EXPECT_GE(sport, 49152);
     const Bytes inner = remark4("10.10.0.5", "10.20.0.9", 26 << 2 | 2);
-    const Bytes expect = PacketBuilder().eth(kNh4, kWanMac).ipv4("198.18.0.1", "198.18.7.7", 26 << 2 | 2, 17, 0x4000, 0, 64, 0)
-                             .udp(sport, 6081, false).geneve(100).raw(inner).build();
+    const Bytes expect = PacketBuilder()
+                             .eth(kNh4, kWanMac)
+                             .ipv4("198.18.0.1", "198.18.7.7", 26 << 2 | 2, 17, 0x4000, 0, 64, 0)
+                             .udp(sport, 6081, false)
+                             .geneve(100)
+                             .raw(inner)
+                             .build();
     EXPECT_EQ(o.bytes, expect);
 }
 
@@ -164,10 +183,16 @@ TEST_F(Pipeline, EncapVxlanIpv6ExactBytes) {
     const Out o = run(kLan, in);
     ASSERT_EQ(o.v.drop, DropReason::none);
     const uint16_t sport = sport_of(o.bytes, 40);
-    const uint32_t flow = (uint32_t{o.bytes[15]} & 0xf) << 16 | uint32_t{o.bytes[16]} << 8 | o.bytes[17];
+    const uint32_t flow =
+        (uint32_t{o.bytes[15]} & 0xf) << 16 | uint32_t{o.bytes[16]} << 8 | o.bytes[17];
     const Bytes inner = remark4("10.10.0.5", "10.30.0.9", 48 << 2 | 1, 0x81);
-    const Bytes expect = PacketBuilder().eth(kNh6, kWanMac).ipv6("2001:db8:18::1", "2001:db8:18::99", 48 << 2 | 1, 17, 9, flow)
-                             .udp(sport, 4789, true).vxlan(200).raw(inner).build();
+    const Bytes expect = PacketBuilder()
+                             .eth(kNh6, kWanMac)
+                             .ipv6("2001:db8:18::1", "2001:db8:18::99", 48 << 2 | 1, 17, 9, flow)
+                             .udp(sport, 4789, true)
+                             .vxlan(200)
+                             .raw(inner)
+                             .build();
     EXPECT_EQ(o.bytes, expect);
     EXPECT_EQ(flow & 0x3fff, sport & 0x3fff) << "flow label and source port carry the same hash";
 }
@@ -177,7 +202,13 @@ TEST_F(Pipeline, EncapIpv6InnerAndFixedOuterDscp) {
     ASSERT_EQ(o.v.drop, DropReason::none);
     EXPECT_EQ(o.bytes[15], 26 << 2 | 3) << "outer TOS inherits DSCP 26 and CE";
     const Bytes inner(o.bytes.begin() + 50, o.bytes.end());
-    EXPECT_EQ(inner, PacketBuilder().eth().ipv6("fd00:10::1", "fd00:20::1", 26 << 2 | 3).udp(49152, 4791).bth(4).payload(32).build());
+    EXPECT_EQ(inner, PacketBuilder()
+                         .eth()
+                         .ipv6("fd00:10::1", "fd00:20::1", 26 << 2 | 3)
+                         .udp(49152, 4791)
+                         .bth(4)
+                         .payload(32)
+                         .build());
 
     const Out f = run(kLan, roce4("10.10.0.5", "10.40.0.1", 0x02));
     ASSERT_EQ(f.v.drop, DropReason::none);
@@ -192,14 +223,17 @@ TEST_F(Pipeline, EncapStripsVlanAndPadding) {
     const Out o = run(kLan, in);
     ASSERT_EQ(o.v.drop, DropReason::none);
     EXPECT_EQ(o.bytes.size(), 50 + 14 + ip_len);
-    EXPECT_EQ(Bytes(o.bytes.begin() + 50, o.bytes.end()), remark4("10.10.0.5", "10.20.0.9", 26 << 2, 4, 0));
+    EXPECT_EQ(Bytes(o.bytes.begin() + 50, o.bytes.end()),
+              remark4("10.10.0.5", "10.20.0.9", 26 << 2, 4, 0));
 }
 
 TEST_F(Pipeline, FlowHashStableAndSpread) {
     std::set<uint16_t> ports;
     for (uint16_t f = 0; f < 256; ++f) {
-        const Out a = run(kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 8, static_cast<uint16_t>(49152 + f)));
-        const Out b = run(kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 99, static_cast<uint16_t>(49152 + f)));
+        const Out a =
+            run(kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 8, static_cast<uint16_t>(49152 + f)));
+        const Out b =
+            run(kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 99, static_cast<uint16_t>(49152 + f)));
         ASSERT_EQ(sport_of(a.bytes, 20), sport_of(b.bytes, 20)) << "flow " << f;
         ports.insert(sport_of(a.bytes, 20));
     }
@@ -217,8 +251,14 @@ TEST_F(Pipeline, Rfc6040DecapTable) {
     for (uint8_t oe = 0; oe < 4; ++oe) {
         for (uint8_t ie = 0; ie < 4; ++ie) {
             const Bytes inner = roce4("10.20.0.9", "10.10.0.5", static_cast<uint8_t>(26 << 2 | ie));
-            const Bytes outer = PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", static_cast<uint8_t>(26 << 2 | oe))
-                                    .udp(50000, 6081, false).geneve(100).raw(inner).build();
+            const Bytes outer =
+                PacketBuilder()
+                    .eth(kWanMac, kNh4)
+                    .ipv4("198.18.7.7", "198.18.0.1", static_cast<uint8_t>(26 << 2 | oe))
+                    .udp(50000, 6081, false)
+                    .geneve(100)
+                    .raw(inner)
+                    .build();
             const Out o = run(kWan, outer);
             if (table[oe][ie] < 0) {
                 EXPECT_EQ(o.v.drop, DropReason::ecn_ce_on_not_ect);
@@ -226,7 +266,8 @@ TEST_F(Pipeline, Rfc6040DecapTable) {
             }
             ASSERT_EQ(o.v.drop, DropReason::none) << int(oe) << "/" << int(ie);
             EXPECT_EQ(o.v.out_port, kLan);
-            EXPECT_EQ(o.bytes, roce4("10.20.0.9", "10.10.0.5", static_cast<uint8_t>(26 << 2 | table[oe][ie])))
+            EXPECT_EQ(o.bytes, roce4("10.20.0.9", "10.10.0.5",
+                                     static_cast<uint8_t>(26 << 2 | table[oe][ie])))
                 << "outer " << int(oe) << " inner " << int(ie);
             EXPECT_EQ(o.v.ce_marked, table[oe][ie] == 3 && ie != 3);
             EXPECT_FALSE(o.v.outer_remarked);
@@ -236,29 +277,47 @@ TEST_F(Pipeline, Rfc6040DecapTable) {
 
 TEST_F(Pipeline, DecapVxlanIpv6CopyOuterAndRemarked) {
     const Bytes inner = roce6("fd00:30::1", "fd00:10::1", 26 << 2 | 2);
-    const Bytes outer = PacketBuilder().eth(kWanMac, kNh6).ipv6("2001:db8:18::99", "2001:db8:18::1", 0)
-                            .udp(50000, 4789).vxlan(200).raw(inner).build();
+    const Bytes outer = PacketBuilder()
+                            .eth(kWanMac, kNh6)
+                            .ipv6("2001:db8:18::99", "2001:db8:18::1", 0)
+                            .udp(50000, 4789)
+                            .vxlan(200)
+                            .raw(inner)
+                            .build();
     Out o = run(kWan, outer);
     ASSERT_EQ(o.v.drop, DropReason::none);
     EXPECT_EQ(o.bytes, inner) << "preserve";
-    EXPECT_TRUE(o.v.outer_remarked) << "outer DSCP 0 under an inherit tunnel with inner 26: bleached";
+    EXPECT_TRUE(o.v.outer_remarked)
+        << "outer DSCP 0 under an inherit tunnel with inner 26: bleached";
 
     const Bytes inner4 = roce4("10.40.0.1", "10.10.0.5", 26 << 2 | 1);
-    const Bytes outer4 = PacketBuilder().eth(kWanMac, kNhFixed).ipv4("198.18.7.8", "198.18.0.1", 12 << 2)
-                             .udp(50000, 4789, false).vxlan(300).raw(inner4).build();
+    const Bytes outer4 = PacketBuilder()
+                             .eth(kWanMac, kNhFixed)
+                             .ipv4("198.18.7.8", "198.18.0.1", 12 << 2)
+                             .udp(50000, 4789, false)
+                             .vxlan(300)
+                             .raw(inner4)
+                             .build();
     o = run(kWan, outer4);
     ASSERT_EQ(o.v.drop, DropReason::none);
-    EXPECT_EQ(o.bytes, roce4("10.40.0.1", "10.10.0.5", 12 << 2 | 1)) << "copy-outer, ECN kept (ecn off)";
+    EXPECT_EQ(o.bytes, roce4("10.40.0.1", "10.10.0.5", 12 << 2 | 1))
+        << "copy-outer, ECN kept (ecn off)";
     EXPECT_TRUE(o.v.outer_remarked) << "fixed tunnel expects 34";
 }
 
 // One case per drop reason; the test fails if a reason has no case.
 TEST_F(Pipeline, EveryDropReason) {
     const Bytes inner = roce4("10.20.0.9", "10.10.0.5", 26 << 2);
-    auto gen = [&](const std::string& src, const std::string& dst, uint32_t vni, const Bytes& payload, uint8_t flags = 0,
-                   uint16_t proto = 0x6558, const Bytes& opts = {}, uint8_t version = 0, uint16_t frag = 0x4000) {
-        return PacketBuilder().eth(kWanMac, kNh4).ipv4(src, dst, 0, 17, frag).udp(50000, 6081, false)
-            .geneve(vni, opts, flags, proto, version).raw(payload).build();
+    auto gen = [&](const std::string& src, const std::string& dst, uint32_t vni,
+                   const Bytes& payload, uint8_t flags = 0, uint16_t proto = 0x6558,
+                   const Bytes& opts = {}, uint8_t version = 0, uint16_t frag = 0x4000) {
+        return PacketBuilder()
+            .eth(kWanMac, kNh4)
+            .ipv4(src, dst, 0, 17, frag)
+            .udp(50000, 6081, false)
+            .geneve(vni, opts, flags, proto, version)
+            .raw(payload)
+            .build();
     };
     Bytes arp = PacketBuilder().eth().payload(28).build();
     arp[12] = 0x08;
@@ -280,34 +339,53 @@ TEST_F(Pipeline, EveryDropReason) {
         {"too_big", kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 1560), DropReason::too_big},
         {"no_headroom", kLan, roce4("10.10.0.5", "10.20.0.9", 0), DropReason::no_headroom, 49},
         {"not_local", kWan, gen("198.18.7.7", "198.18.0.2", 100, inner), DropReason::not_local},
-        {"not_tunnel", kWan, PacketBuilder().eth().ipv4("198.18.7.7", "198.18.0.1", 0).udp(1, 53).payload(20).build(),
+        {"not_tunnel", kWan,
+         PacketBuilder().eth().ipv4("198.18.7.7", "198.18.0.1", 0).udp(1, 53).payload(20).build(),
          DropReason::not_tunnel},
-        {"outer_fragment", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {}, 0, 0x2000),
+        {"outer_fragment", kWan,
+         gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {}, 0, 0x2000),
          DropReason::outer_fragment},
-        {"unknown_remote", kWan, gen("198.18.7.6", "198.18.0.1", 100, inner), DropReason::unknown_remote},
+        {"unknown_remote", kWan, gen("198.18.7.6", "198.18.0.1", 100, inner),
+         DropReason::unknown_remote},
         {"unknown_vni", kWan, gen("198.18.7.7", "198.18.0.1", 101, inner), DropReason::unknown_vni},
         {"bad_tunnel_header", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {}, 1),
          DropReason::bad_tunnel_header},
         {"unsupported_payload", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x0800),
          DropReason::unsupported_payload},
-        {"bad_inner_frame", kWan, gen("198.18.7.7", "198.18.0.1", 100, Bytes(9, 1)), DropReason::bad_inner_frame},
+        {"bad_inner_frame", kWan, gen("198.18.7.7", "198.18.0.1", 100, Bytes(9, 1)),
+         DropReason::bad_inner_frame},
         {"no_neighbor", kLan, roce4("10.10.0.5", "10.70.0.1", 0), DropReason::no_neighbor},
         {"ecn_ce_on_not_ect", kWan,
-         PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", 3).udp(50000, 6081, false).geneve(100)
-             .raw(inner).build(),
+         PacketBuilder()
+             .eth(kWanMac, kNh4)
+             .ipv4("198.18.7.7", "198.18.0.1", 3)
+             .udp(50000, 6081, false)
+             .geneve(100)
+             .raw(inner)
+             .build(),
          DropReason::ecn_ce_on_not_ect},
         // Geneve header variants.
-        {"critical option", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {0, 1, 0x80, 0}),
+        {"critical option", kWan,
+         gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {0, 1, 0x80, 0}),
          DropReason::bad_tunnel_header},
-        {"C flag", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0x40), DropReason::bad_tunnel_header},
-        {"OAM", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0x80), DropReason::bad_tunnel_header},
-        {"option length past option area", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {0, 1, 1, 3}),
+        {"C flag", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0x40),
+         DropReason::bad_tunnel_header},
+        {"OAM", kWan, gen("198.18.7.7", "198.18.0.1", 100, inner, 0x80),
+         DropReason::bad_tunnel_header},
+        {"option length past option area", kWan,
+         gen("198.18.7.7", "198.18.0.1", 100, inner, 0, 0x6558, {0, 1, 1, 3}),
          DropReason::bad_tunnel_header},
         {"VXLAN I flag clear", kWan,
-         PacketBuilder().eth(kWanMac, kNhFixed).ipv4("198.18.7.8", "198.18.0.1", 0).udp(50000, 4789, false).vxlan(300, 0)
-             .raw(inner).build(),
+         PacketBuilder()
+             .eth(kWanMac, kNhFixed)
+             .ipv4("198.18.7.8", "198.18.0.1", 0)
+             .udp(50000, 4789, false)
+             .vxlan(300, 0)
+             .raw(inner)
+             .build(),
          DropReason::bad_tunnel_header},
-        {"inner too big", kWan, gen("198.18.7.7", "198.18.0.1", 100, roce4("10.20.0.9", "10.10.0.5", 0, 4, 1500)),
+        {"inner too big", kWan,
+         gen("198.18.7.7", "198.18.0.1", 100, roce4("10.20.0.9", "10.10.0.5", 0, 4, 1500)),
          DropReason::too_big},
     };
     std::set<DropReason> covered;
@@ -316,10 +394,12 @@ TEST_F(Pipeline, EveryDropReason) {
         EXPECT_EQ(o.v.drop, c.expect) << c.what << ": got " << drop_reason_name(o.v.drop);
         covered.insert(c.expect);
     }
-    covered.insert(DropReason::multi_segment);    // Burst level: see Burst.CountsAndMultiSegmentDropped.
+    covered.insert(
+        DropReason::multi_segment);  // Burst level: see Burst.CountsAndMultiSegmentDropped.
     covered.insert(DropReason::local_unhandled);  // Routed LAN ports only: see Neighbors.RoutedLan.
     for (size_t r = 1; r < kDropReasonCount; ++r)
-        EXPECT_TRUE(covered.count(static_cast<DropReason>(r))) << "no case for " << kDropReasonInfo[r].name;
+        EXPECT_TRUE(covered.count(static_cast<DropReason>(r)))
+            << "no case for " << kDropReasonInfo[r].name;
 }
 
 // Next hops by IP: unresolved traffic is counted, an ARP reply or a Neighbor Advertisement on the
@@ -341,29 +421,37 @@ TEST(Neighbors, LearnedFromArpAndNa) {
     Bytes arp = PacketBuilder().eth(kWanMac, {2, 0xaa, 0, 0, 0, 1}).build();
     arp[12] = 0x08;
     arp[13] = 0x06;
-    const Bytes body = {0, 1, 8, 0, 6, 4, 0, 2, 2, 0xaa, 0, 0, 0, 1, 198, 18, 0, 254,
-                        2, 0, 0, 0, 0, 1, 198, 18, 0, 1};
+    const Bytes body = {0,   1,  8, 0,   6, 4, 0, 2, 2, 0xaa, 0,   0,  0, 1,
+                        198, 18, 0, 254, 2, 0, 0, 0, 0, 1,    198, 18, 0, 1};
     arp.insert(arp.end(), body.begin(), body.end());
     EXPECT_EQ(run_on(kWan, arp).local, LocalReply::learned);
     Bytes out;
     const Verdict v = run_on(kLan, roce4("10.10.0.5", "10.70.0.1", 0), &out);
     ASSERT_EQ(v.drop, DropReason::none);
-    EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), (Bytes{2, 0xaa, 0, 0, 0, 1})) << "learned MAC as destination";
+    EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), (Bytes{2, 0xaa, 0, 0, 0, 1}))
+        << "learned MAC as destination";
 
     // Neighbor Advertisement for fe80::1 with a target link-layer address option.
     auto ll = test::ip("fe80::1");
     Bytes na_body = {136, 0, 0, 0, 0x60, 0, 0, 0};
     na_body.insert(na_body.end(), ll.begin(), ll.end());
     for (int b : {2, 1, 2, 0xbb, 0, 0, 0, 2}) na_body.push_back(static_cast<uint8_t>(b));
-    const Bytes na = PacketBuilder().eth(kWanMac, {2, 0xbb, 0, 0, 0, 2}).ipv6("fe80::1", "2001:db8:18::1", 0, 58, 255)
-                         .raw(na_body).build();
+    const Bytes na = PacketBuilder()
+                         .eth(kWanMac, {2, 0xbb, 0, 0, 0, 2})
+                         .ipv6("fe80::1", "2001:db8:18::1", 0, 58, 255)
+                         .raw(na_body)
+                         .build();
     EXPECT_EQ(run_on(kWan, na).local, LocalReply::learned);
     ASSERT_EQ(run_on(kLan, roce4("10.10.0.5", "10.80.0.1", 0), &out).drop, DropReason::none);
     EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), (Bytes{2, 0xbb, 0, 0, 0, 2}));
 
-    // Hop limit below 255 is not Neighbor Discovery (RFC 4861 7.1.2); unknown senders teach nothing.
-    const Bytes forged = PacketBuilder().eth(kWanMac, {2, 0xcc, 0, 0, 0, 3}).ipv6("fe80::1", "2001:db8:18::1", 0, 58, 64)
-                             .raw(na_body).build();
+    // Hop limit below 255 is not Neighbor Discovery (RFC 4861 7.1.2); unknown senders teach
+    // nothing.
+    const Bytes forged = PacketBuilder()
+                             .eth(kWanMac, {2, 0xcc, 0, 0, 0, 3})
+                             .ipv6("fe80::1", "2001:db8:18::1", 0, 58, 64)
+                             .raw(na_body)
+                             .build();
     EXPECT_EQ(run_on(kWan, forged).local, LocalReply::none);
     Bytes stranger = arp;
     stranger[14 + 17] = 253;  // Sender 198.18.0.253: no tunnel's next hop.
@@ -395,7 +483,8 @@ remote = "198.18.7.7"
 next_hop_mac = "02:00:00:00:00:fe"
 inner_mac = "02:00:00:00:0d:01"
 routes = ["10.20.0.0/16"]
-)", "routed.toml");
+)",
+                                    "routed.toml");
     NeighborTable table;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
     auto run_on = [&](uint16_t port, const Bytes& in, Bytes* out = nullptr) {
@@ -406,12 +495,23 @@ routes = ["10.20.0.0/16"]
     };
     const std::array<uint8_t, 6> host5{2, 0, 0, 0, 0x10, 5}, host6{2, 0, 0, 0, 0x10, 6};
     auto tunnelled = [&](const std::string& dst) {
-        const Bytes inner = PacketBuilder().eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1}).ipv4("10.20.0.9", dst, 26 << 2)
-                                .udp(1, 4791).bth(4).payload(16).build();
-        return PacketBuilder().eth(kWanMac, kNh4).ipv4("198.18.7.7", "198.18.0.1", 26 << 2).udp(50000, 6081, false)
-            .geneve(100).raw(inner).build();
+        const Bytes inner = PacketBuilder()
+                                .eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1})
+                                .ipv4("10.20.0.9", dst, 26 << 2)
+                                .udp(1, 4791)
+                                .bth(4)
+                                .payload(16)
+                                .build();
+        return PacketBuilder()
+            .eth(kWanMac, kNh4)
+            .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
+            .udp(50000, 6081, false)
+            .geneve(100)
+            .raw(inner)
+            .build();
     };
-    auto arp = [](uint16_t op, const std::array<uint8_t, 6>& sha, const Bytes& spa, const Bytes& tpa) {
+    auto arp = [](uint16_t op, const std::array<uint8_t, 6>& sha, const Bytes& spa,
+                  const Bytes& tpa) {
         Bytes b = PacketBuilder().eth({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, sha).build();
         b[12] = 0x08;
         b[13] = 0x06;
@@ -429,13 +529,16 @@ routes = ["10.20.0.0/16"]
     EXPECT_EQ(table.drain_requests(1), 1u);
     const int n5 = table.find(4, 0, Bytes{10, 10, 0, 5}.data());
     ASSERT_GE(n5, 0);
-    EXPECT_EQ(table.at(static_cast<size_t>(n5)).mac.load() & kNeighborValid, 0u) << "created unresolved";
+    EXPECT_EQ(table.at(static_cast<size_t>(n5)).mac.load() & kNeighborValid, 0u)
+        << "created unresolved";
     EXPECT_EQ(run_on(kWan, tunnelled("10.10.0.5")).drop, DropReason::no_neighbor);
     // The host's ARP reply resolves it; the next packet goes to its MAC, from the LAN port's.
-    EXPECT_EQ(run_on(kLan, arp(2, host5, {10, 10, 0, 5}, {10, 10, 0, 1})).local, LocalReply::learned);
+    EXPECT_EQ(run_on(kLan, arp(2, host5, {10, 10, 0, 5}, {10, 10, 0, 1})).local,
+              LocalReply::learned);
     Bytes out;
     ASSERT_EQ(run_on(kWan, tunnelled("10.10.0.5"), &out).drop, DropReason::none);
-    EXPECT_EQ(Bytes(out.begin(), out.begin() + 12), (Bytes{2, 0, 0, 0, 0x10, 5, 2, 0, 0, 0, 0x10, 1}));
+    EXPECT_EQ(Bytes(out.begin(), out.begin() + 12),
+              (Bytes{2, 0, 0, 0, 0x10, 5, 2, 0, 0, 0, 0x10, 1}));
     // A host that ARPs for the gateway is adopted: answered, and known without a probe.
     const Verdict q = run_on(kLan, arp(1, host6, {10, 10, 0, 6}, {10, 10, 0, 1}));
     EXPECT_EQ(q.local, LocalReply::arp);
@@ -443,15 +546,25 @@ routes = ["10.20.0.0/16"]
     ASSERT_EQ(run_on(kWan, tunnelled("10.10.0.6"), &out).drop, DropReason::none);
     EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), Bytes(host6.begin(), host6.end()));
     // Traffic for the gateway itself that is not ARP/ND/echo.
-    EXPECT_EQ(run_on(kLan, PacketBuilder().eth().ipv4("10.10.0.5", "10.10.0.1", 0).udp(1, 53).payload(8).build()).drop,
-              DropReason::local_unhandled);
+    EXPECT_EQ(
+        run_on(
+            kLan,
+            PacketBuilder().eth().ipv4("10.10.0.5", "10.10.0.1", 0).udp(1, 53).payload(8).build())
+            .drop,
+        DropReason::local_unhandled);
     // Not on the LAN's prefix: no route (the gateway is no router beyond its LAN).
     EXPECT_EQ(run_on(kWan, tunnelled("10.11.0.5")).drop, DropReason::no_route);
     // Encapsulation readdresses the inner frame to the far end's MAC, from the LAN port's.
-    const Bytes from_host = PacketBuilder().eth({2, 0, 0, 0, 0x10, 1}, host5).ipv4("10.10.0.5", "10.20.0.9", 0)
-                                .udp(1, 4791).bth(4).payload(16).build();
+    const Bytes from_host = PacketBuilder()
+                                .eth({2, 0, 0, 0, 0x10, 1}, host5)
+                                .ipv4("10.10.0.5", "10.20.0.9", 0)
+                                .udp(1, 4791)
+                                .bth(4)
+                                .payload(16)
+                                .build();
     ASSERT_EQ(run_on(kLan, from_host, &out).drop, DropReason::none);
-    EXPECT_EQ(Bytes(out.begin() + 50, out.begin() + 62), (Bytes{2, 0, 0, 0, 0x0d, 1, 2, 0, 0, 0, 0x10, 1}));
+    EXPECT_EQ(Bytes(out.begin() + 50, out.begin() + 62),
+              (Bytes{2, 0, 0, 0, 0x0d, 1, 2, 0, 0, 0, 0x10, 1}));
 }
 
 TEST(Neighbors, ProbesAreWellFormed) {
@@ -494,7 +607,8 @@ TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
     const uint32_t udp_len = static_cast<uint32_t>(out.size() - 14 - 40);
     uint32_t sum = test::sum16(out.data() + 14 + 8, 32) + 17 + udp_len;
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    EXPECT_EQ(out[14 + 40 + 6] << 8 | out[14 + 40 + 7], static_cast<int>(sum)) << "pseudo-header sum, not complemented";
+    EXPECT_EQ(out[14 + 40 + 6] << 8 | out[14 + 40 + 7], static_cast<int>(sum))
+        << "pseudo-header sum, not complemented";
     // IPv4 outer tunnels never ask for it.
     test::TestFrame t4(roce4("10.10.0.5", "10.20.0.9", 0x02));
     EXPECT_FALSE(process_packet(*snap, kLan, t4.frame).tx_udp6_cksum);
@@ -512,7 +626,8 @@ TEST(Burst, CountsAndMultiSegmentDropped) {
     const Config cfg = parse_config(kConfig, "unit.toml");
     NeighborTable neighbors;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
-    rte_mempool* pool = rte_pktmbuf_pool_create("unit_burst", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+    rte_mempool* pool =
+        rte_pktmbuf_pool_create("unit_burst", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
     ASSERT_NE(pool, nullptr);
     const unsigned start = rte_mempool_avail_count(pool);
     auto put = [&](const Bytes& b) {
@@ -520,25 +635,30 @@ TEST(Burst, CountsAndMultiSegmentDropped) {
         std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(b.size())), b.data(), b.size());
         return m;
     };
-    rte_mbuf* pkts[4] = {put(roce4("10.10.0.5", "10.20.0.9", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0, 0x81)),
-                         put(roce4("10.10.0.5", "192.0.2.1", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0))};
+    rte_mbuf* pkts[4] = {
+        put(roce4("10.10.0.5", "10.20.0.9", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0, 0x81)),
+        put(roce4("10.10.0.5", "192.0.2.1", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0))};
     rte_mbuf* tail = rte_pktmbuf_alloc(pool);
     rte_pktmbuf_append(tail, 10);
     ASSERT_EQ(rte_pktmbuf_chain(pkts[3], tail), 0);
     auto st = std::make_unique<WorkerStats>();
     std::vector<rte_mbuf*> out;
     BurstState bs;
-    process_burst(*snap, kLan, pkts, 4, *st, bs, [&](uint16_t port, rte_mbuf* m) {
-        EXPECT_EQ(port, kWan);
-        out.push_back(m);
-    }, NoObserver{});
+    process_burst(
+        *snap, kLan, pkts, 4, *st, bs,
+        [&](uint16_t port, rte_mbuf* m) {
+            EXPECT_EQ(port, kWan);
+            out.push_back(m);
+        },
+        NoObserver{});
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0]->pkt_len, 50u + 14 + 20 + 8 + 12 + 32);
     EXPECT_EQ(out[0]->data_len, out[0]->pkt_len);
     EXPECT_EQ(st->rx_pkts[kLan].get(), 4u);
     EXPECT_EQ(st->class_pkts[0].get(), 1u);
     EXPECT_EQ(st->class_pkts[1].get(), 2u);
-    EXPECT_EQ(st->class_bytes[1].get(), 2u * (14 + 20 + 8 + 12 + 32)) << "bytes as received, before encapsulation";
+    EXPECT_EQ(st->class_bytes[1].get(), 2u * (14 + 20 + 8 + 12 + 32))
+        << "bytes as received, before encapsulation";
     EXPECT_EQ(st->encap_pkts[0].get(), 2u);
     EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::no_route)].get(), 1u);
     EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::multi_segment)].get(), 1u);
