@@ -145,6 +145,15 @@ class Checker {
     std::vector<std::string> errors_;
 };
 
+// The LEN of ADDRESS/LEN: decimal, 0..max.
+std::optional<unsigned> parse_prefix_length(std::string_view s, unsigned max) {
+    const std::string z(s);
+    char* end = nullptr;
+    const unsigned long len = std::strtoul(z.c_str(), &end, 10);
+    if (z.empty() || *end != '\0' || len > max) return std::nullopt;
+    return static_cast<unsigned>(len);
+}
+
 bool parse_ip(std::string_view s, uint8_t& family, std::array<uint8_t, 16>& out) {
     std::string z(s);
     out = {};
@@ -227,10 +236,11 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
             const unsigned max = fam == 4 ? 32 : 128;
             unsigned len = max;
             if (slash != std::string::npos) {
-                const std::string ls = s->substr(slash + 1);
-                char* end = nullptr;
-                len = static_cast<unsigned>(std::strtoul(ls.c_str(), &end, 10));
-                if (ls.empty() || *end != '\0' || len > max) {
+                const auto parsed =
+                    parse_prefix_length(std::string_view(*s).substr(slash + 1), max);
+                if (parsed)
+                    len = *parsed;
+                else {
                     c.error(t->get(key)->source(), path + "." + key,
                             "\"" + *s + "\": prefix length must be 0.." + std::to_string(max));
                     continue;
@@ -675,15 +685,13 @@ std::optional<Prefix> parse_prefix(std::string_view s, std::string& why) {
         why = "\"" + std::string(s) + "\" does not start with an IP address";
         return std::nullopt;
     }
-    const std::string len_s(s.substr(slash + 1));
     const unsigned max = p.family == 4 ? 32 : 128;
-    char* end = nullptr;
-    const unsigned long len = std::strtoul(len_s.c_str(), &end, 10);
-    if (len_s.empty() || *end != '\0' || len > max) {
+    const auto len = parse_prefix_length(s.substr(slash + 1), max);
+    if (!len) {
         why = "\"" + std::string(s) + "\": prefix length must be 0.." + std::to_string(max);
         return std::nullopt;
     }
-    p.len = static_cast<uint8_t>(len);
+    p.len = static_cast<uint8_t>(*len);
     for (unsigned bit = p.len; bit < 128; ++bit) {
         if (p.addr[bit / 8] & (0x80 >> (bit % 8))) {
             why = "\"" + std::string(s) + "\" has host bits set beyond /" + std::to_string(p.len);

@@ -40,6 +40,13 @@ struct BurstState {
     }
 };
 
+// Writes a processed Frame (moved start, new length) back into its single-segment mbuf.
+inline void frame_to_mbuf(const Frame& f, rte_mbuf* m) {
+    m->data_off = static_cast<uint16_t>(f.headroom);
+    m->data_len = static_cast<uint16_t>(f.len);
+    m->pkt_len = f.len;
+}
+
 // Per-burst accumulation of an indexed (packets, bytes) counter pair: consecutive packets of a
 // burst mostly hit the same class and tunnel, so the shared counters are written once per run of
 // equal indices rather than once per packet (house style: count in locals, flush once).
@@ -90,9 +97,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
             v = process_packet(s, rx_port, f);
             if (likely(v.drop == DropReason::none)) {  // Also true for local replies.
-                m->data_off = static_cast<uint16_t>(f.headroom);
-                m->data_len = static_cast<uint16_t>(f.len);
-                m->pkt_len = f.len;
+                frame_to_mbuf(f, m);
                 if (v.tx_udp6_cksum) {
                     m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV6 |
                                   RTE_MBUF_F_TX_UDP_CKSUM;
@@ -125,9 +130,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                     if (make_too_big(port, port.has_icmp_src4 ? port.icmp_src4.data() : nullptr,
                                      port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, v.pmtu,
                                      f)) {
-                        m->data_off = static_cast<uint16_t>(f.headroom);
-                        m->data_len = static_cast<uint16_t>(f.len);
-                        m->pkt_len = f.len;
+                        frame_to_mbuf(f, m);
                         st.icmp_too_big_sent.inc();
                         sink(rx_port, m);
                         continue;

@@ -16,7 +16,6 @@ constexpr uint8_t kIcmpFragNeeded = 4;
 constexpr uint8_t kIcmp6TooBig = 2, kIcmp6Echo = 128, kIcmp6EchoReply = 129;
 constexpr uint8_t kNdSolicit = 135, kNdAdvert = 136;
 constexpr uint8_t kTtl = 64;
-constexpr size_t kArpLen = 28;
 
 // Ethernet: the reply goes back to whoever sent the request, from the port's own MAC.
 void reply_l2(const PortConf& port, uint8_t* frame) {
@@ -25,12 +24,9 @@ void reply_l2(const PortConf& port, uint8_t* frame) {
 }
 
 LocalReply answer_arp(const PortConf& port, const ParsedPacket& pp, Frame& f) {
-    if (!port.has_ipv4 || f.len < pp.l3_off + kArpLen) return LocalReply::none;
     uint8_t* a = f.data + pp.l3_off;
-    // Ethernet/IPv4 request (RFC 826) for our address; gratuitous ARP (sender == target) is no
-    // question.
-    if (load16(a) != 1 || load16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4 ||
-        load16(a + 6) != 1)
+    // A request for our address; gratuitous ARP (sender == target) is no question.
+    if (!port.has_ipv4 || !is_ipv4_arp(a, f.len - pp.l3_off) || load16(a + 6) != 1)
         return LocalReply::none;
     if (std::memcmp(a + 24, port.ipv4.data(), 4) != 0 || std::memcmp(a + 14, a + 24, 4) == 0)
         return LocalReply::none;

@@ -122,8 +122,7 @@ bool NeighborTable::learn(uint16_t port, const ParsedPacket& pp, const uint8_t* 
     if (pp.ip_ver == 0) {
         // ARP (RFC 826), request or reply: the sender's addresses.
         const uint8_t* a = frame + pp.l3_off;
-        if (load16(frame + pp.l3_off - 2) != kEtherTypeArp || len < pp.l3_off + 28u) return false;
-        if (load16(a) != 1 || load16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4)
+        if (load16(frame + pp.l3_off - 2) != kEtherTypeArp || !is_ipv4_arp(a, len - pp.l3_off))
             return false;
         family = 4;
         mac = a + 8;

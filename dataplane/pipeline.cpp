@@ -222,14 +222,6 @@ bool for_port(const PortConf& port, const ParsedPacket& pp) {
                           : port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0;
 }
 
-bool on_link(const uint8_t* net, unsigned len, const uint8_t* a) {
-    const unsigned full = len / 8, rest = len % 8;
-    if (std::memcmp(net, a, full) != 0) return false;
-    if (rest == 0) return true;
-    const auto mask = static_cast<uint8_t>(0xff00 >> rest);
-    return (net[full] & mask) == (a[full] & mask);
-}
-
 bool is_nd(const ParsedPacket& pp, const uint8_t* frame, uint8_t type) {
     return pp.ip_ver == 6 && pp.proto == kProtoIcmp6 && pp.l4_off != 0 &&
            pp.l4_off < pp.l3_off + pp.ip_len && frame[pp.l4_off] == type;
@@ -409,8 +401,8 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
             // Routed LAN: deliver to the host's own MAC, from ours, resolved by ARP/ND.
             const bool v4 = ip.ip_ver == 4;
             if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
-                !on_link(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len,
-                         ip.dst)) {
+                !prefix_match(v4 ? lan.ipv4.data() : lan.ipv6.data(),
+                              v4 ? lan.ipv4_len : lan.ipv6_len, ip.dst, false)) {
                 v.drop = DropReason::no_route;
                 return v;
             }

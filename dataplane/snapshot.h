@@ -16,6 +16,18 @@ namespace dscpgw {
 
 class NeighborTable;
 
+// Whether the first `len` bits of `a` equal those of `net` (which has no bits set beyond them
+// unless `masked_net` is false, as for an interface address like 10.10.0.1/24).
+inline bool prefix_match(const uint8_t* net, unsigned len, const uint8_t* a,
+                         bool masked_net = true) {
+    const unsigned full = len / 8, rest = len % 8;
+    for (unsigned i = 0; i < full; ++i)
+        if (a[i] != net[i]) return false;
+    if (rest == 0) return true;
+    const auto mask = static_cast<uint8_t>(0xff00 >> rest);
+    return (a[full] & mask) == (masked_net ? net[full] : (net[full] & mask));
+}
+
 inline constexpr size_t kMaxPorts = 16;
 inline constexpr size_t kMaxClasses = 64;
 inline constexpr size_t kMaxTunnels = 256;
@@ -31,13 +43,7 @@ struct Prefix {
     std::array<uint8_t, 16> addr{};
 
     bool contains(uint8_t fam, const uint8_t* a) const {
-        if (fam != family) return false;
-        unsigned full = len / 8, rest = len % 8;
-        for (unsigned i = 0; i < full; ++i)
-            if (a[i] != addr[i]) return false;
-        if (rest == 0) return true;
-        const uint8_t mask = static_cast<uint8_t>(0xff00 >> rest);
-        return (a[full] & mask) == addr[full];
+        return fam == family && prefix_match(addr.data(), len, a);
     }
 };
 

@@ -270,6 +270,14 @@ inline uint16_t csum_finish(uint32_t sum) {
 }
 
 inline constexpr uint16_t kEtherTypeArp = 0x0806;
+
+// An Ethernet/IPv4 ARP packet (RFC 826) of at least 28 bytes at `a` (`len` available): htype 1,
+// ptype IPv4, address lengths 6 and 4. Operation at +6, sender MAC/IP at +8/+14, target at +18/+24.
+inline constexpr size_t kArpLen = 28;
+inline bool is_ipv4_arp(const uint8_t* a, size_t len) {
+    return len >= kArpLen && load16(a) == 1 && load16(a + 2) == kEtherTypeIpv4 && a[4] == 6 &&
+           a[5] == 4;
+}
 inline constexpr uint8_t kProtoIcmp = 1;
 inline constexpr uint8_t kProtoIcmp6 = 58;
 
