@@ -82,6 +82,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0, rewrites = 0;
     RunCounter classes(st.class_pkts, st.class_bytes), encaps(st.encap_pkts, st.encap_bytes);
+    DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i)
         rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
     for (uint16_t i = 0; i < n; ++i) {
@@ -95,7 +96,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             v.drop = DropReason::multi_segment;
         } else {
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
-            v = process_packet(s, rx_port, f);
+            v = process_packet(s, rx_port, f, &decap_cache);
             if (likely(v.drop == DropReason::none)) {  // Also true for local replies.
                 frame_to_mbuf(f, m);
                 if (v.tx_udp6_cksum) {

@@ -15,7 +15,7 @@ bool is_ipv6_ext(uint8_t nh) {
 
 }  // namespace
 
-DropReason parse_packet(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
+DropReason parse_packet_general(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
     pp = ParsedPacket{};
     if (len < kEthLen) return DropReason::truncated;
     uint32_t off = kEthTypeOff;

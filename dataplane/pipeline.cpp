@@ -8,6 +8,7 @@
 #include <rte_lpm6.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
@@ -19,7 +20,8 @@ using namespace wire;
 
 namespace {
 
-bool prefixes_match(const ClassRule& c, const ParsedPacket& pp) {
+// Out of line: most rules have no prefixes, and the loop in classify() stays small without it.
+__attribute__((noinline)) bool prefixes_match(const ClassRule& c, const ParsedPacket& pp) {
     if (!c.src.empty()) {
         bool hit = false;
         for (const Prefix& p : c.src) hit = hit || p.contains(pp.ip_ver, pp.src);
@@ -33,29 +35,22 @@ bool prefixes_match(const ClassRule& c, const ParsedPacket& pp) {
     return true;
 }
 
-}  // namespace
-
-int classify(const Snapshot& s, const ParsedPacket& pp) {
+// The hot path inlines these two; classify() and flow_hash() are the same code out of line.
+[[gnu::always_inline]] inline int classify_inline(const Snapshot& s, const ParsedPacket& pp) {
     const ClassMatch* m = s.class_match.data();
     const int n = static_cast<int>(s.class_match.size());
-    const bool udp = pp.proto == kProtoUdp && pp.has_ports;
+    const uint64_t key = class_key(pp);
+    const unsigned dscp = pp.dscp();
     for (int i = 0; i < n; ++i) {
         const ClassMatch& c = m[i];
-        if (((c.dscp_mask >> pp.dscp()) & 1) == 0) continue;
-        if (c.flags == 0) return i;
-        if ((c.flags & ClassMatch::kPort) && (!udp || pp.dport != c.udp_dst_port)) continue;
-        if ((c.flags & ClassMatch::kBth) && (!pp.has_bth || pp.bth_opcode != c.bth_opcode))
-            continue;
-        if ((c.flags & ClassMatch::kProto) && pp.proto != c.ip_proto) continue;
-        if ((c.flags & ClassMatch::kPrefixes) &&
-            !prefixes_match(s.classes[static_cast<size_t>(i)], pp))
-            continue;
+        if ((((c.dscp_mask >> dscp) & 1) == 0) | (((key ^ c.key) & c.mask) != 0)) continue;
+        if (c.prefixes && !prefixes_match(s.classes[static_cast<size_t>(i)], pp)) continue;
         return i;
     }
     return -1;
 }
 
-uint32_t flow_hash(const ParsedPacket& pp) {
+[[gnu::always_inline]] inline uint32_t flow_hash_inline(const ParsedPacket& pp) {
     uint32_t h = pp.proto;
     const unsigned words = pp.ip_ver == 4 ? 1 : 4;
     for (unsigned i = 0; i < words; ++i) {
@@ -66,6 +61,12 @@ uint32_t flow_hash(const ParsedPacket& pp) {
     // CRC32-C leaves the low bits of similar tuples correlated; fold the high half in.
     return h ^ (h >> 16);
 }
+
+}  // namespace
+
+int classify(const Snapshot& s, const ParsedPacket& pp) { return classify_inline(s, pp); }
+
+uint32_t flow_hash(const ParsedPacket& pp) { return flow_hash_inline(pp); }
 
 namespace {
 
@@ -128,7 +129,7 @@ DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f,
     std::memcpy(f.data, t.hdr.data(), hdr_len);
     if (nh_mac != 0) unpack_mac(nh_mac, f.data);
 
-    const uint32_t hash = flow_hash(pp);
+    const uint32_t hash = flow_hash_inline(pp);
     const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
     const uint8_t dscp = t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp)
                                            : static_cast<uint8_t>(inner_tos >> 2);
@@ -203,6 +204,14 @@ DropReason parse_tunnel_header(TunnelType type, const uint8_t* h, uint32_t len, 
     return DropReason::none;
 }
 
+bool same_key(const DecapKey& a, const DecapKey& b) {
+    static_assert(sizeof(DecapKey) == 32 && std::has_unique_object_representations_v<DecapKey>);
+    uint64_t x[4], y[4];
+    std::memcpy(x, &a, sizeof x);
+    std::memcpy(y, &b, sizeof y);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
 // Names why no tunnel took a packet that passed every other check. Only dropped packets get here.
 DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
     for (const TunnelConf& t : s.tunnels) {
@@ -266,7 +275,7 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
         return v;
     }
     v.dscp_in = pp.dscp();
-    v.class_id = static_cast<int16_t>(classify(s, pp));
+    v.class_id = static_cast<int16_t>(classify_inline(s, pp));
     uint8_t tos = pp.tos;
     if (v.class_id >= 0) {
         const int8_t set = s.class_match[static_cast<size_t>(v.class_id)].set_dscp;
@@ -293,7 +302,7 @@ Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     return v;
 }
 
-Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
+Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache* cache) {
     Verdict v;
     v.decap = true;
     const PortConf& port = s.ports[rx_port];
@@ -359,12 +368,18 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f) {
     key.udp_port = op.dport;
     key.family = op.ip_ver;
     key.rx_port = static_cast<uint8_t>(rx_port);
-    void* data = nullptr;
-    if (rte_hash_lookup_data(s.decap, &key, &data) < 0) {
-        v.drop = classify_decap_miss(s, key);
-        return v;
+    uint16_t tid;
+    if (cache != nullptr && cache->tunnel_id >= 0 && same_key(cache->key, key)) {
+        tid = static_cast<uint16_t>(cache->tunnel_id);
+    } else {
+        void* data = nullptr;
+        if (rte_hash_lookup_data(s.decap, &key, &data) < 0) {
+            v.drop = classify_decap_miss(s, key);
+            return v;
+        }
+        tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data));
+        if (cache != nullptr) *cache = DecapCache{key, static_cast<int16_t>(tid)};
     }
-    const auto tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data));
     const TunnelConf& t = s.tunnels[tid];
     v.tunnel_id = static_cast<int16_t>(tid);
 

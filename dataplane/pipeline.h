@@ -42,6 +42,14 @@ struct Verdict {
     uint16_t pmtu = 0;  // With too_big on the inner path: the MTU to signal back (DF or IPv6 only).
 };
 
+// The packet's side of ClassMatch's masked compare.
+inline uint64_t class_key(const ParsedPacket& pp) {
+    uint64_t k = uint64_t{pp.proto} << ClassMatch::kProtoShift;
+    if (pp.proto == wire::kProtoUdp && pp.has_ports) k |= ClassMatch::kIsUdp | pp.dport;
+    if (pp.has_bth) k |= ClassMatch::kHasBth | uint64_t{pp.bth_opcode} << ClassMatch::kOpcodeShift;
+    return k;
+}
+
 // First-match classification; returns the class index or -1.
 int classify(const Snapshot& s, const ParsedPacket& pp);
 
@@ -51,14 +59,23 @@ inline uint16_t entropy_port(uint32_t hash) {
     return static_cast<uint16_t>(0xc000u | (hash & 0x3fffu));
 }
 
+// The last decapsulation-table hit, kept by the caller for the packets of one burst (which mostly
+// come from one tunnel) so that they skip the hash lookup. Valid for one snapshot only: the burst
+// glue starts each burst with an empty one.
+struct DecapCache {
+    DecapKey key{};
+    int16_t tunnel_id = -1;
+};
+
 // Inner -> outer: classify, mark, route, encapsulate.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f);
 // Outer -> inner: validate, decapsulate, RFC 6040, DSCP-on-decap, bleaching detection.
-Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f);
+Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache* cache = nullptr);
 
-inline Verdict process_packet(const Snapshot& s, uint16_t rx_port, Frame& f) {
+inline Verdict process_packet(const Snapshot& s, uint16_t rx_port, Frame& f,
+                              DecapCache* cache = nullptr) {
     return s.ports[rx_port].role == PortRole::inner ? process_inner(s, rx_port, f)
-                                                    : process_outer(s, rx_port, f);
+                                                    : process_outer(s, rx_port, f, cache);
 }
 
 }  // namespace dscpgw

@@ -59,18 +59,22 @@ struct ClassRule {
     int16_t set_dscp = -1;         // -1: preserve.
 };
 
-// ClassRule compiled for the hot path: plain data, 24 bytes, the keys as masks and flags so that a
-// rule is a handful of compares. Prefixes stay in ClassRule and are checked only when present.
+// ClassRule compiled for the hot path: plain data, the port/opcode/protocol keys folded into one
+// masked compare against a packet's class_key() (pipeline.h), so that a rule costs a few
+// instructions. Prefixes stay in ClassRule and are checked only when present.
 struct ClassMatch {
+    // Fields of a class key.
+    static constexpr uint64_t kUdpPort = 0xffff, kIsUdp = uint64_t{1} << 16;
+    static constexpr unsigned kOpcodeShift = 17;
+    static constexpr uint64_t kHasBth = uint64_t{1} << 25;
+    static constexpr unsigned kProtoShift = 26;
+
     uint64_t dscp_mask = ~uint64_t{0};  // Bit n: DSCP n matches.
-    uint16_t udp_dst_port = 0;
-    uint8_t bth_opcode = 0;
-    uint8_t ip_proto = 0;
-    uint8_t flags = 0;
+    uint64_t key = 0, mask = 0;         // Matches when (class_key ^ key) & mask == 0.
+    bool prefixes = false;
     int8_t set_dscp = -1;
-    static constexpr uint8_t kPort = 1, kBth = 2, kProto = 4, kPrefixes = 8;
 };
-static_assert(sizeof(ClassMatch) == 16);
+static_assert(sizeof(ClassMatch) == 32);
 
 struct PortConf {
     std::string name;
