@@ -20,8 +20,7 @@ using namespace wire;
 
 namespace {
 
-// Out of line: most rules have no prefixes, and the loop in classify() stays small without it.
-__attribute__((noinline)) bool prefixes_match(const ClassRule& c, const ParsedPacket& pp) {
+bool prefixes_match(const ClassRule& c, const ParsedPacket& pp) {
     if (!c.src.empty()) {
         bool hit = false;
         for (const Prefix& p : c.src) hit = hit || p.contains(pp.ip_ver, pp.src);
@@ -35,6 +34,34 @@ __attribute__((noinline)) bool prefixes_match(const ClassRule& c, const ParsedPa
     return true;
 }
 
+// CRC32-C of one word: the instruction itself where the build targets SSE4.2 (DPDK's
+// rte_hash_crc_4byte() tests the CPU's capability on every call).
+uint32_t crc32c(uint32_t data, uint32_t init) {
+#ifdef __SSE4_2__
+    return __builtin_ia32_crc32si(init, data);
+#else
+    return rte_hash_crc_4byte(data, init);
+#endif
+}
+
+bool rule_matches(const ClassMatch& c, uint64_t key, unsigned dscp) {
+    return (((c.dscp_mask >> dscp) & 1) != 0) & (((key ^ c.key) & c.mask) == 0);
+}
+
+// classify() from rule `i` on, for when a rule with prefixes is reached: out of line, so that the
+// loop over the (usual) prefix-free rules makes no call and keeps everything in registers.
+__attribute__((noinline)) int classify_from(const Snapshot& s, const ParsedPacket& pp, int i,
+                                            uint64_t key) {
+    const int n = static_cast<int>(s.class_match.size());
+    for (; i < n; ++i) {
+        const ClassMatch& c = s.class_match[static_cast<size_t>(i)];
+        if (rule_matches(c, key, pp.dscp()) &&
+            (!c.prefixes || prefixes_match(s.classes[static_cast<size_t>(i)], pp)))
+            return i;
+    }
+    return -1;
+}
+
 // The hot path inlines these two; classify() and flow_hash() are the same code out of line.
 [[gnu::always_inline]] inline int classify_inline(const Snapshot& s, const ParsedPacket& pp) {
     const ClassMatch* m = s.class_match.data();
@@ -42,10 +69,8 @@ __attribute__((noinline)) bool prefixes_match(const ClassRule& c, const ParsedPa
     const uint64_t key = class_key(pp);
     const unsigned dscp = pp.dscp();
     for (int i = 0; i < n; ++i) {
-        const ClassMatch& c = m[i];
-        if ((((c.dscp_mask >> dscp) & 1) == 0) | (((key ^ c.key) & c.mask) != 0)) continue;
-        if (c.prefixes && !prefixes_match(s.classes[static_cast<size_t>(i)], pp)) continue;
-        return i;
+        if (!rule_matches(m[i], key, dscp)) continue;
+        return m[i].prefixes ? classify_from(s, pp, i, key) : i;
     }
     return -1;
 }
@@ -54,10 +79,10 @@ __attribute__((noinline)) bool prefixes_match(const ClassRule& c, const ParsedPa
     uint32_t h = pp.proto;
     const unsigned words = pp.ip_ver == 4 ? 1 : 4;
     for (unsigned i = 0; i < words; ++i) {
-        h = rte_hash_crc_4byte(load32(pp.src + 4 * i), h);
-        h = rte_hash_crc_4byte(load32(pp.dst + 4 * i), h);
+        h = crc32c(load32(pp.src + 4 * i), h);
+        h = crc32c(load32(pp.dst + 4 * i), h);
     }
-    if (pp.has_ports) h = rte_hash_crc_4byte((uint32_t{pp.sport} << 16) | pp.dport, h);
+    if (pp.has_ports) h = crc32c((uint32_t{pp.sport} << 16) | pp.dport, h);
     // CRC32-C leaves the low bits of similar tuples correlated; fold the high half in.
     return h ^ (h >> 16);
 }
