@@ -821,6 +821,132 @@ def run_two_workers_share_nothing():
     assert "workers = 3 needs 3 worker lcores" in p.stderr, p.stderr
 
 
+RING_MEMIF_CONFIG = """
+[eal]
+args = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}", "--file-prefix", "dscpgw-{tag}"]
+[[ports]]
+name = "lan"
+role = "inner"
+device = "{lan}"
+mtu = {lan_mtu}
+[[ports]]
+name = "wan"
+role = "outer"
+device = "{wan}"
+ipv4 = "198.18.0.1"
+mac = "02:00:00:00:00:01"
+mtu = {wan_mtu}
+[[tunnels]]
+name = "t"
+type = "vxlan"
+vni = 5
+remote = "{remote}"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.20.0.0/16"]
+[[classes]]
+name = "roce"
+match = {{ udp_dst_port = 4791 }}
+dscp = 26
+"""
+
+
+def start_run(tag, lan_mtu=1500, wan_mtu=1600, **kw):
+    lcores = "0,1" if (os.cpu_count() or 1) >= 2 else "0"
+    cfg = os.path.join(TMP, f"{tag}.toml")
+    with open(cfg, "w") as f:
+        f.write(RING_MEMIF_CONFIG.format(lcores=lcores, tag=tag, lan_mtu=lan_mtu, wan_mtu=wan_mtu, **kw))
+    return subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def stop_run(p):
+    import signal
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    eq(p.returncode, 0, f"exit code: {err}")
+    assert "mbufs in use after shutdown: 0" in out, out
+    return out, parse_counters(out)
+
+
+@test
+def run_on_net_ring_round_trip():
+    """net_ring0 created by a bare vdev is a loopback: what the outer port sends it receives. With
+    the tunnel's remote set to the VTEP's own address, every frame goes out encapsulated, comes back,
+    is decapsulated and leaves the LAN port: the frames out are the frames in, re-marked."""
+    import time
+    lan_in, lan_out = os.path.join(TMP, "ring-lan-in.pcap"), os.path.join(TMP, "ring-lan-out.pcap")
+    pkts = [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i, sport=49152 + i % 5) for i in range(50)]
+    wrpcap(lan_in, pkts)
+    p = start_run("ring", lan=f"net_pcap0,rx_pcap={lan_in},tx_pcap={lan_out}", wan="net_ring0",
+                  remote="198.18.0.1")
+    time.sleep(2.5)
+    out, c = stop_run(p)
+    eq(c.get("port.wan.tx"), 50, "sent into the ring")
+    eq(c.get("port.wan.rx"), 50, "received back from the ring")
+    eq(c.get("tunnel.t.encap"), 50, "encapsulated")
+    eq(c.get("tunnel.t.decap"), 50, "decapsulated")
+    eq(c.get("drop.total"), 0, "nothing dropped")
+    got = rdpcap(lan_out)
+    want = []
+    for x in pkts:
+        y = x.copy()
+        y[IP].tos = 26 << 2 | 2
+        del y[IP].chksum
+        want.append(raw(Ether(raw(y))))
+    eq([raw(x) for x in got], want, "frames back on the LAN: the originals with DSCP 26, ECN kept")
+
+
+@test
+def run_on_net_memif_with_testpmd_peer():
+    """net_memif with DPDK's own testpmd as the peer process, both directions: testpmd (client,
+    txonly) feeds RoCE-port UDP into the gateway's LAN memif; then the gateway sends encapsulated
+    frames into a WAN memif that testpmd (client, rxonly) receives."""
+    import time
+    testpmd = shutil.which("dpdk-testpmd")
+    if testpmd is None:
+        raise Skip("dpdk-testpmd not installed")
+    lcores = "0,1" if (os.cpu_count() or 1) >= 2 else "0"
+    eal = ["--no-huge", "-m", "512", "--no-shconf", "--no-pci", "-l", lcores, "--file-prefix", "dscpgw-tp",
+           "--log-level=lib.*:error"]
+    for direction in ("into-gateway", "out-of-gateway"):
+        sock = os.path.join(TMP, f"memif-{direction}.sock")
+        memif = f"net_memif0,role=server,socket={sock},socket-abstract=no"
+        if direction == "into-gateway":
+            p = start_run("memif-in", lan=memif, lan_mtu=1400, wan="net_null1,no-rx=1", remote="198.18.7.7")
+            mode = ["--forward-mode=txonly", "--tx-ip=10.10.0.5,10.20.0.9", "--tx-udp=49152,4791",
+                    "--txpkts=74"]
+        else:
+            src = os.path.join(TMP, "memif-src.pcap")
+            wrpcap(src, [roce("10.10.0.5", "10.20.0.9", tos=2)])
+            # memif's default 2 KiB buffers cap its MTU at 1500: the LAN MTU leaves room for VXLAN.
+            p = start_run("memif-out", lan=f"net_pcap0,rx_pcap={src},infinite_rx=1", lan_mtu=1400, wan=memif,
+                          wan_mtu=1500, remote="198.18.7.7")
+            mode = ["--forward-mode=rxonly"]
+        time.sleep(1.5)
+        tp = subprocess.Popen([testpmd] + eal + ["--vdev", f"net_memif0,role=client,socket={sock},socket-abstract=no",
+                                                 "--", "--nb-cores=1", "--total-num-mbufs=4096", "--stats-period=1"]
+                              + mode, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              text=True)
+        time.sleep(4)
+        import signal
+        tp.send_signal(signal.SIGINT)
+        tp_out, _ = tp.communicate(timeout=30)
+        out, c = stop_run(p)
+        assert re.search(r"port (lan|wan): link up, \d+ Mbps", out) and "memif" in out, out
+        if direction == "into-gateway":
+            n = c.get("port.lan.rx", 0)
+            assert n > 1000, f"the gateway received only {n} packets from testpmd:\n{out}\n{tp_out[-2000:]}"
+            eq(c.get("tunnel.t.encap"), n, "every packet from the memif peer encapsulated")
+            eq(c.get("class.roce"), n, "classified as RoCE by UDP port 4791")
+            eq(c.get("drop.total"), 0, "nothing dropped")
+        else:
+            rx = [int(x) for x in re.findall(r"RX-packets:\s+(\d+)", tp_out)]
+            sent = c.get("port.wan.tx", 0)
+            assert sent > 1000, f"the gateway sent only {sent} packets into the memif:\n{out}"
+            assert rx and max(rx) > 1000, f"testpmd received {rx}:\n{tp_out[-2000:]}"
+            assert max(rx) <= sent, f"testpmd counted {max(rx)} packets, more than the {sent} sent"
+
+
 @test
 def run_reports_missing_device():
     cfg = os.path.join(TMP, "run-bad.toml")
