@@ -2,6 +2,9 @@
 // (bit 0: inner or outer), the headroom (bits 1-6, times two) and the LAN mode (bit 7: transparent
 // or routed); the rest is the frame. Built with ASan and UBSan, so any read
 // past the frame or the buffer, or any undefined behaviour, stops the run.
+// It also holds the shortcuts to their reference: the straight-line parse of plain IPv4/UDP must
+// equal the general parser's result, and a packet processed with a per-burst decap cache that has
+// just seen it must come out as it does without one.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +20,27 @@
 namespace {
 
 const dscpgw::Snapshot* g_snaps[2] = {};  // Transparent LAN, routed LAN.
+
+void check_parse_shortcut(const uint8_t* frame, uint32_t len) {
+    dscpgw::ParsedPacket fast, ref;
+    if (!dscpgw::parse_plain_udp4(frame, len, fast)) return;
+    if (dscpgw::parse_packet_general(frame, len, ref) != dscpgw::DropReason::none) std::abort();
+    if (fast.l3_off != ref.l3_off || fast.vlan_tags != ref.vlan_tags || fast.ip_ver != ref.ip_ver ||
+        fast.tos != ref.tos || fast.proto != ref.proto || fast.is_fragment != ref.is_fragment ||
+        fast.has_ports != ref.has_ports || fast.has_bth != ref.has_bth ||
+        fast.l4_off != ref.l4_off || fast.ip_len != ref.ip_len || fast.sport != ref.sport ||
+        fast.dport != ref.dport || fast.bth_opcode != ref.bth_opcode || fast.src != ref.src ||
+        fast.dst != ref.dst)
+        std::abort();
+}
+
+bool same_verdict(const dscpgw::Verdict& a, const dscpgw::Verdict& b) {
+    return a.drop == b.drop && a.out_port == b.out_port && a.class_id == b.class_id &&
+           a.tunnel_id == b.tunnel_id && a.dscp_in == b.dscp_in && a.dscp_out == b.dscp_out &&
+           a.decap == b.decap && a.dscp_rewritten == b.dscp_rewritten &&
+           a.outer_remarked == b.outer_remarked && a.ce_marked == b.ce_marked &&
+           a.tx_udp6_cksum == b.tx_udp6_cksum && a.local == b.local && a.pmtu == b.pmtu;
+}
 
 }  // namespace
 
@@ -42,8 +66,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // len).
     std::unique_ptr<uint8_t[]> buf(new uint8_t[headroom + len]);
     std::memcpy(buf.get() + headroom, data + 1, len);
+    check_parse_shortcut(data + 1, static_cast<uint32_t>(len));
+    // With a cache: once to fill it, once to use it; the second result is compared below.
+    std::unique_ptr<uint8_t[]> cached(new uint8_t[headroom + len]);
+    dscpgw::DecapCache cache;
+    dscpgw::Frame fc{};
+    dscpgw::Verdict vc;
+    for (int i = 0; i < 2; ++i) {
+        std::memcpy(cached.get() + headroom, data + 1, len);
+        fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom};
+        vc = dscpgw::process_packet(*g_snap, port, fc, &cache);
+    }
     dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom};
     dscpgw::Verdict v = dscpgw::process_packet(*g_snap, port, f);
+    if (!same_verdict(v, vc) || f.len != fc.len || f.headroom != fc.headroom ||
+        std::memcmp(buf.get(), cached.get(), headroom + len) != 0)
+        std::abort();
     if (v.pmtu != 0) {
         // The ICMP error is built in the same buffer, as the burst glue does.
         const dscpgw::PortConf& p = g_snap->ports[port];
