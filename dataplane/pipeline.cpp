@@ -114,30 +114,34 @@ constexpr uint32_t outer_hdr_len() {
     return static_cast<uint32_t>(kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8);
 }
 
-// Pushes the tunnel's outer headers in front of the inner frame. The tunnel type only changes the
-// template's bytes (built by the control side), so only the address family specialises the code.
+// Whether tunnel `t` can take an inner frame of `inner_len` bytes (Ethernet + IP, no tags) with
+// `headroom` bytes in front (tags included): the checks of encap(), nothing written. Sets the
+// next hop's MAC (0: the template's).
 template <bool kV6>
-DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f,
-                 const ParsedPacket& pp, uint8_t inner_tos, uint16_t& pmtu, bool& offload) {
-    constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
+DropReason encap_check(const TunnelConf& t, const NeighborTable& neighbors, uint32_t headroom,
+                       uint32_t inner_len, uint64_t& nh_mac) {
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
-    // RFC 7348 section 6.1: the inner VLAN tag is local to the LAN and not carried; the inner
-    // frame is also trimmed to its IP packet (Ethernet padding is not tunnelled).
-    const uint32_t tags = pp.vlan_tags * kVlanLen;
-    const uint32_t inner_len = kEthLen + pp.ip_len;
-    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
-    if (outer_ip_len > t.outer_mtu) {
-        // RoCE sets DF: tell the sender the inner MTU that fits rather than dropping silently.
-        if (pp.ip_ver == 6 || ipv4_df(pp, f.data))
-            pmtu = static_cast<uint16_t>(t.outer_mtu - (ip_hdr_len + kUdpLen + 8 + kEthLen));
-        return DropReason::too_big;
-    }
-    if (f.headroom + tags < hdr_len) return DropReason::no_headroom;
-    uint64_t nh_mac = 0;
+    if (ip_hdr_len + kUdpLen + 8 + inner_len > t.outer_mtu) return DropReason::too_big;
+    if (headroom < outer_hdr_len<kV6>()) return DropReason::no_headroom;
+    nh_mac = 0;
     if (t.neighbor >= 0) {
         nh_mac = neighbors.at(static_cast<size_t>(t.neighbor)).mac.load(std::memory_order_relaxed);
         if ((nh_mac & kNeighborValid) == 0) return DropReason::no_neighbor;
     }
+    return DropReason::none;
+}
+
+// Pushes the tunnel's outer headers in front of the inner frame, once encap_check() passed. The
+// tunnel type only changes the template's bytes (built by the control side), so only the address
+// family specialises the code. `tags`: VLAN tag bytes to remove; `hash`: flow_hash() of the inner
+// packet; `inner_tos`: its TOS after marking.
+template <bool kV6>
+[[gnu::always_inline]] inline void encap_write(const TunnelConf& t, Frame& f, uint32_t tags,
+                                              uint32_t inner_len,
+                 uint8_t inner_tos, uint32_t hash, uint64_t nh_mac, bool& offload) {
+    constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
+    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
+    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
     if (tags != 0) {
         std::memmove(f.data + tags, f.data, 2 * 6);
         f.data += tags;
@@ -154,7 +158,6 @@ DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f,
     std::memcpy(f.data, t.hdr.data(), hdr_len);
     if (nh_mac != 0) unpack_mac(nh_mac, f.data);
 
-    const uint32_t hash = flow_hash_inline(pp);
     const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
     const uint8_t dscp = t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp)
                                            : static_cast<uint8_t>(inner_tos >> 2);
@@ -183,13 +186,33 @@ DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f,
             const auto pseudo = fold(sum);
             std::memcpy(udp + 6, &pseudo, sizeof pseudo);
             offload = true;
-            return DropReason::none;
+            return;
         }
         sum = __rte_raw_cksum(udp, udp_len, sum);
         uint16_t csum = static_cast<uint16_t>(~fold(sum));
         if (csum == 0) csum = 0xffff;
         std::memcpy(udp + 6, &csum, sizeof csum);
     }
+}
+
+// Pushes the tunnel's outer headers in front of the inner frame (general path).
+template <bool kV6>
+DropReason encap(const TunnelConf& t, const NeighborTable& neighbors, Frame& f,
+                 const ParsedPacket& pp, uint8_t inner_tos, uint16_t& pmtu, bool& offload) {
+    // RFC 7348 section 6.1: the inner VLAN tag is local to the LAN and not carried; the inner
+    // frame is also trimmed to its IP packet (Ethernet padding is not tunnelled).
+    const uint32_t tags = pp.vlan_tags * kVlanLen;
+    const uint32_t inner_len = kEthLen + pp.ip_len;
+    uint64_t nh_mac = 0;
+    const DropReason r = encap_check<kV6>(t, neighbors, f.headroom + tags, inner_len, nh_mac);
+    if (r == DropReason::too_big) {
+        // RoCE sets DF: tell the sender the inner MTU that fits rather than dropping silently.
+        constexpr uint32_t overhead = (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8 + kEthLen;
+        if (pp.ip_ver == 6 || ipv4_df(pp, f.data))
+            pmtu = static_cast<uint16_t>(t.outer_mtu - overhead);
+    }
+    if (r != DropReason::none) return r;
+    encap_write<kV6>(t, f, tags, inner_len, inner_tos, flow_hash_inline(pp), nh_mac, offload);
     return DropReason::none;
 }
 
@@ -276,7 +299,68 @@ LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPac
 
 }  // namespace
 
+namespace {
+
+// process_inner_general() for the frame the gateway exists for (plain IPv4/UDP, a prefix-free
+// class, a route, a tunnel that takes it): the same decisions and bytes in straight-line code.
+// Everything is checked before anything is written, so a frame it declines (false) reaches the
+// general path untouched; it declines every drop, local reply and unusual case. The fuzz target
+// holds the two to the same result.
+bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
+    ParsedPacket pp;
+    if (!parse_plain_udp4(f.data, f.len, pp)) return false;
+    const PortConf& port = s.ports[rx_port];
+    if (port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0) return false;
+    const ClassMatch* m = s.class_match.data();
+    const int n = static_cast<int>(s.class_match.size());
+    const uint64_t key = class_key(pp);
+    const unsigned dscp = pp.dscp();
+    int cls = -1;
+    for (int i = 0; i < n; ++i) {
+        if (!rule_matches(m[i], key, dscp)) continue;
+        if (m[i].prefixes) return false;
+        cls = i;
+        break;
+    }
+    uint32_t nh = 0;
+    if (rte_lpm_lookup(s.lpm4, load32(pp.dst), &nh) != 0) return false;
+    const TunnelConf& t = s.tunnels[nh];
+    const uint32_t inner_len = kEthLen + pp.ip_len;
+    uint64_t nh_mac = 0;
+    if ((t.outer_v6 ? encap_check<true>(t, *s.neighbors, f.headroom, inner_len, nh_mac)
+                    : encap_check<false>(t, *s.neighbors, f.headroom, inner_len, nh_mac)) !=
+        DropReason::none)
+        return false;
+
+    uint8_t tos = pp.tos;
+    const int8_t set = cls >= 0 ? m[cls].set_dscp : -1;
+    if (set >= 0 && set != static_cast<int>(dscp)) {
+        tos = static_cast<uint8_t>(set << 2 | (pp.tos & 3));
+        set_ipv4_tos(f.data + kEthLen, tos);
+        v.dscp_rewritten = true;
+    }
+    v.class_id = static_cast<int16_t>(cls);
+    v.dscp_in = static_cast<int16_t>(dscp);
+    v.dscp_out = static_cast<int16_t>(tos >> 2);
+    v.tunnel_id = static_cast<int16_t>(nh);
+    v.out_port = t.outer_port;
+    const uint32_t hash = flow_hash_inline(pp);
+    if (t.outer_v6)
+        encap_write<true>(t, f, 0, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
+    else
+        encap_write<false>(t, f, 0, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
+    return true;
+}
+
+}  // namespace
+
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
+    Verdict v;
+    if (encap_plain(s, rx_port, f, v)) return v;
+    return process_inner_general(s, rx_port, f);
+}
+
+Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f) {
     Verdict v;
     ParsedPacket pp;
     if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;

@@ -69,6 +69,8 @@ struct DecapCache {
 
 // Inner -> outer: classify, mark, route, encapsulate.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f);
+// The same without the plain-IPv4 shortcut: the reference the fuzz target compares it with.
+Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f);
 // Outer -> inner: validate, decapsulate, RFC 6040, DSCP-on-decap, bleaching detection.
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache* cache = nullptr);
 
