@@ -47,6 +47,14 @@ inline void frame_to_mbuf(const Frame& f, rte_mbuf* m) {
     m->pkt_len = f.len;
 }
 
+// The outer IPv6 UDP checksum is the NIC's (the pseudo-header sum is in place).
+inline void set_udp6_cksum_offload(rte_mbuf* m) {
+    m->ol_flags =
+        (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_UDP_CKSUM;
+    m->l2_len = 14;
+    m->l3_len = 40;
+}
+
 // Per-burst accumulation of an indexed (packets, bytes) counter pair: consecutive packets of a
 // burst mostly hit the same class and tunnel, so the shared counters are written once per run of
 // equal indices rather than once per packet (house style: count in locals, flush once).
@@ -83,6 +91,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
     uint64_t rx_bytes = 0, rewrites = 0;
     RunCounter classes(st.class_pkts, st.class_bytes), encaps(st.encap_pkts, st.encap_bytes);
     DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
+    const bool inner = s.ports[rx_port].role == PortRole::inner;
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i)
         rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
     for (uint16_t i = 0; i < n; ++i) {
@@ -96,15 +105,22 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             v.drop = DropReason::multi_segment;
         } else {
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
-            v = process_packet(s, rx_port, f, &decap_cache);
+            if (inner && likely(encap_plain(s, rx_port, f, v))) {
+                // The common case in few steps: marked and encapsulated, nothing else to decide.
+                frame_to_mbuf(f, m);
+                if (v.tx_udp6_cksum) set_udp6_cksum_offload(m);
+                classes.add(v.class_id >= 0 ? static_cast<size_t>(v.class_id) : kNoClass, in_len);
+                rewrites += v.dscp_rewritten;
+                observe(static_cast<const rte_mbuf*>(m), v);
+                encaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
+                sink(v.out_port, m);
+                continue;
+            }
+            v = inner ? process_inner_general(s, rx_port, f)
+                      : process_outer(s, rx_port, f, &decap_cache);
             if (likely(v.drop == DropReason::none)) {  // Also true for local replies.
                 frame_to_mbuf(f, m);
-                if (v.tx_udp6_cksum) {
-                    m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV6 |
-                                  RTE_MBUF_F_TX_UDP_CKSUM;
-                    m->l2_len = 14;
-                    m->l3_len = 40;
-                }
+                if (v.tx_udp6_cksum) set_udp6_cksum_offload(m);
             }
         }
         // Class bytes are those of the packet as classified.

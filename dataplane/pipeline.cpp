@@ -299,13 +299,6 @@ LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPac
 
 }  // namespace
 
-namespace {
-
-// process_inner_general() for the frame the gateway exists for (plain IPv4/UDP, a prefix-free
-// class, a route, a tunnel that takes it): the same decisions and bytes in straight-line code.
-// Everything is checked before anything is written, so a frame it declines (false) reaches the
-// general path untouched; it declines every drop, local reply and unusual case. The fuzz target
-// holds the two to the same result.
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
     ParsedPacket pp;
     if (!parse_plain_udp4(f.data, f.len, pp)) return false;
@@ -351,8 +344,6 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
         encap_write<false>(t, f, 0, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
     return true;
 }
-
-}  // namespace
 
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
     Verdict v;

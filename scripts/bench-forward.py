@@ -5,7 +5,8 @@ Source: net_pcap with infinite_rx=1 replaying one frame (RoCE, 74/1082/4154 byte
 sink: net_null with no-rx=1. One forwarding lcore each. For every case it prints the Mpps of
   (a) dscpgw (mark + encap inner->outer, or decap outer->inner), and
   (b) dpdk-testpmd --forward-mode=io on the same two vdevs,
-and the ratio a/b, plus dscpgw's busy cycles per packet measured inside the worker.
+and the ratio a/b; then the busy TSC cycles per packet of each (dscpgw's worker, testpmd's
+--record-core-cycles: both count only polls that received packets) and their ratio floor/dscpgw.
 
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,4154] [--dscpgw build/dscpgw] [--quick] [--repeat N]
 """
@@ -96,13 +97,14 @@ def run_testpmd(src, seconds, tries=3):
         except RuntimeError:
             if attempt == tries - 1:
                 raise
-    return 0.0
+    return 0.0, 0.0
 
 
 def run_testpmd_once(src, seconds):
     cmd = ["dpdk-testpmd"] + EAL + ["--vdev", src, "--vdev", "net_null9,no-rx=1", "--",
                                      "--forward-mode=io", "--nb-cores=1", "--stats-period=1",
-                                     "--mbuf-size=9216", "--max-pkt-len=9000", "--total-num-mbufs=8192"]
+                                     "--mbuf-size=9216", "--max-pkt-len=9000", "--total-num-mbufs=8192",
+                                     "--record-core-cycles"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
     time.sleep(seconds + 2.5)
     p.send_signal(signal.SIGINT)
@@ -114,9 +116,24 @@ def run_testpmd_once(src, seconds):
             m = re.search(r"Tx-pps:\s+(\d+)", block)
             if m and int(m.group(1)) > 0:
                 rates.append(int(m.group(1)))
-    if not rates:
+    # Busy TSC cycles per packet of the forwarding loop (cycles of polls that received something),
+    # measured the way dscpgw's worker measures its own.
+    c = re.search(r"CPU cycles/packet=([\d.]+)", out)
+    if not rates or not c:
         raise RuntimeError("testpmd gave no rate:\n" + out[-3000:])
-    return statistics.median(rates[1:] if len(rates) > 2 else rates) / 1e6
+    return statistics.median(rates[1:] if len(rates) > 2 else rates) / 1e6, float(c.group(1))
+
+
+def median_pair(runs):
+    runs = list(runs)
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def row(name, size, mpps, floor, cyc, floor_cyc, drops):
+    # Two ratios: of forwarding rates, and of busy cycles per packet (floor / dscpgw), the second
+    # less exposed to the VM's steal time between the two runs.
+    print(f"{name:<28}{size:>6}{mpps:>12.2f}{floor:>11.2f}{mpps / floor:>7.2f}{cyc:>15.1f}{floor_cyc:>14.1f}"
+          f"{floor_cyc / cyc:>10.2f}" + (f"  ({drops} dropped)" if drops else ""))
 
 
 def main():
@@ -130,33 +147,32 @@ def main():
     sizes = [int(s) for s in a.sizes.split(",")]
     variants = [("geneve", 4)] if a.quick else [("geneve", 4), ("vxlan", 4), ("geneve", 6), ("vxlan", 6)]
     tmp = tempfile.mkdtemp(prefix="dscpgw-bench-")
-    print(f"{'case':<34}{'frame':>7}{'dscpgw Mpps':>13}{'floor Mpps':>12}{'ratio':>8}{'cycles/pkt':>12}")
+    print(f"{'case':<28}{'frame':>6}{'dscpgw Mpps':>12}{'floor Mpps':>11}{'ratio':>7}"
+          f"{'dscpgw cyc/pkt':>15}{'floor cyc/pkt':>14}{'cyc ratio':>10}")
     for size in sizes:
         inner = inner_frame(size)
         inner_pcap = os.path.join(tmp, f"inner{size}.pcap")
         wrpcap(inner_pcap, [inner])
         src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
-        floor = statistics.median(run_testpmd(src, a.seconds) for _ in range(a.repeat))
+        floor, floor_cyc = median_pair(run_testpmd(src, a.seconds) for _ in range(a.repeat))
         for typ, fam in variants:
             cfg = CONFIG.format(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam])
             runs = sorted((run_dscpgw(a.dscpgw, cfg, tmp, a.seconds) for _ in range(a.repeat)), key=lambda r: r[0])
             mpps, cyc, drops = runs[len(runs) // 2]
             name = f"mark+encap {typ}/IPv{fam}"
-            print(f"{name:<34}{size:>7}{mpps:>13.2f}{floor:>12.2f}{mpps / floor:>8.2f}{cyc:>12.1f}"
-                  + (f"  ({drops} dropped)" if drops else ""))
+            row(name, size, mpps, floor, cyc, floor_cyc, drops)
         for typ, fam in variants:
             outer = pktlib.encap(inner_frame(size), typ, REMOTE[fam], "198.18.0.1" if fam == 4 else "2001:db8:18::1",
                                  100, tos=26 << 2 | 2)
             outer_pcap = os.path.join(tmp, f"outer{size}{typ}{fam}.pcap")
             wrpcap(outer_pcap, [outer])
             osrc = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
-            ofloor = statistics.median(run_testpmd(osrc, a.seconds) for _ in range(a.repeat))
+            ofloor, ofloor_cyc = median_pair(run_testpmd(osrc, a.seconds) for _ in range(a.repeat))
             cfg = CONFIG.format(lan="net_null0,no-rx=1", wan=osrc, type=typ, remote=REMOTE[fam])
             runs = sorted((run_dscpgw(a.dscpgw, cfg, tmp, a.seconds) for _ in range(a.repeat)), key=lambda r: r[0])
             mpps, cyc, drops = runs[len(runs) // 2]
             name = f"decap {typ}/IPv{fam}"
-            print(f"{name:<34}{len(outer):>7}{mpps:>13.2f}{ofloor:>12.2f}{mpps / ofloor:>8.2f}{cyc:>12.1f}"
-                  + (f"  ({drops} dropped)" if drops else ""))
+            row(name, len(outer), mpps, ofloor, cyc, ofloor_cyc, drops)
         sys.stdout.flush()
 
 
