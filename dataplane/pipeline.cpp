@@ -463,7 +463,10 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache*
     if (v.drop != DropReason::none) return v;
 
     DecapKey key{};
-    std::memcpy(key.remote.data(), op.src, op.ip_ver == 4 ? 4 : 16);
+    if (op.ip_ver == 4)  // Two constant-size copies: a variable one is a call to memcpy().
+        std::memcpy(key.remote.data(), op.src, 4);
+    else
+        std::memcpy(key.remote.data(), op.src, 16);
     key.vni = vni;
     key.udp_port = op.dport;
     key.family = op.ip_ver;
