@@ -170,12 +170,8 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
                 throw std::runtime_error("tunnel \"" + t.name + "\": cannot add route " +
                                          format_prefix(r) + ": " + rte_strerror(-rc));
         }
-        DecapKey key{};
-        key.remote = t.remote;
-        key.vni = t.vni;
-        key.udp_port = t.udp_port;
-        key.family = t.outer_v6 ? 6 : 4;
-        key.rx_port = static_cast<uint8_t>(t.outer_port);
+        const DecapKey key = make_decap_key(t.outer_v6 ? 6 : 4, t.remote.data(), t.vni,
+                                            t.udp_port, static_cast<uint8_t>(t.outer_port));
         const int rc = rte_hash_add_key_data(s->decap, &key,
                                              reinterpret_cast<void*>(static_cast<uintptr_t>(i)));
         if (rc < 0)

@@ -40,6 +40,14 @@ struct BurstState {
     }
 };
 
+// The headers of a frame: the first cache line, and on an outer port the second, where a
+// tunnelled packet's inner headers are (from byte 50 over IPv4, 70 over IPv6).
+inline void prefetch_headers(const rte_mbuf* m, bool outer) {
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    rte_prefetch0(d);
+    if (outer) rte_prefetch0(d + RTE_CACHE_LINE_SIZE);
+}
+
 // Writes a processed Frame (moved start, new length) back into its single-segment mbuf.
 inline void frame_to_mbuf(const Frame& f, rte_mbuf* m) {
     m->data_off = static_cast<uint16_t>(f.headroom);
@@ -89,14 +97,13 @@ template <typename Sink, typename Observer>
 inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0, rewrites = 0;
-    RunCounter classes(st.class_pkts, st.class_bytes), encaps(st.encap_pkts, st.encap_bytes);
+    RunCounter classes(st.class_pkts, st.class_bytes), encaps(st.encap_pkts, st.encap_bytes),
+        decaps(st.decap_pkts, st.decap_bytes);
     DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
     const bool inner = s.ports[rx_port].role == PortRole::inner;
-    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i)
-        rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], !inner);
     for (uint16_t i = 0; i < n; ++i) {
-        if (i + kPrefetchAhead < n)
-            rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+        if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], !inner);
         rte_mbuf* m = pkts[i];
         const uint32_t in_len = m->pkt_len;
         rx_bytes += in_len;
@@ -116,8 +123,18 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                 sink(v.out_port, m);
                 continue;
             }
+            if (!inner && likely(decap_plain(s, rx_port, f, v, &decap_cache))) {
+                frame_to_mbuf(f, m);
+                observe(static_cast<const rte_mbuf*>(m), v);
+                decaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
+                rewrites += v.dscp_rewritten;
+                if (v.outer_remarked) st.outer_dscp_remarked[static_cast<size_t>(v.tunnel_id)].inc();
+                if (v.ce_marked) st.ecn_ce_marked[static_cast<size_t>(v.tunnel_id)].inc();
+                sink(v.out_port, m);
+                continue;
+            }
             v = inner ? process_inner_general(s, rx_port, f)
-                      : process_outer(s, rx_port, f, &decap_cache);
+                      : process_outer_general(s, rx_port, f, &decap_cache);
             if (likely(v.drop == DropReason::none)) {  // Also true for local replies.
                 frame_to_mbuf(f, m);
                 if (v.tx_udp6_cksum) set_udp6_cksum_offload(m);
@@ -161,8 +178,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
         }
         const size_t t = static_cast<size_t>(v.tunnel_id);
         if (v.decap) {
-            st.decap_pkts[t].inc();
-            st.decap_bytes[t].add(m->pkt_len);
+            decaps.add(t, m->pkt_len);
             if (v.outer_remarked) st.outer_dscp_remarked[t].inc();
             if (v.ce_marked) st.ecn_ce_marked[t].inc();
         } else {
@@ -172,6 +188,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
     }
     classes.flush();
     encaps.flush();
+    decaps.flush();
     if (rewrites != 0) st.dscp_rewrites.add(rewrites);
     st.rx_pkts[rx_port].add(n);
     st.rx_bytes[rx_port].add(rx_bytes);

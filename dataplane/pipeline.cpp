@@ -252,19 +252,51 @@ DropReason parse_tunnel_header(TunnelType type, const uint8_t* h, uint32_t len, 
     return DropReason::none;
 }
 
-bool same_key(const DecapKey& a, const DecapKey& b) {
-    static_assert(sizeof(DecapKey) == 32 && std::has_unique_object_representations_v<DecapKey>);
-    uint64_t x[4], y[4];
-    std::memcpy(x, &a, sizeof x);
-    std::memcpy(y, &b, sizeof y);
-    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+const PortConf::TunnelUdpPort* tunnel_udp_port(const PortConf& port, uint16_t dport) {
+    const PortConf::TunnelUdpPort* tp = nullptr;
+    for (const auto& u : port.tunnel_udp_ports)
+        if (u.udp_port == dport) tp = &u;
+    return tp;
+}
+
+// The decapsulation table, through the burst's one-entry cache when the caller keeps one.
+bool lookup_tunnel(const Snapshot& s, const DecapKey& key, DecapCache* cache, uint16_t& tid) {
+    if (cache != nullptr && cache->tunnel_id >= 0 && cache->key == key) {
+        tid = static_cast<uint16_t>(cache->tunnel_id);
+        return true;
+    }
+    void* data = nullptr;
+    if (rte_hash_lookup_data(s.decap, &key, &data) < 0) return false;
+    tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data));
+    if (cache != nullptr) *cache = DecapCache{key, static_cast<int16_t>(tid)};
+    return true;
+}
+
+// What decapsulation does to the inner IP packet's TOS: bleaching detection, RFC 6040, the
+// DSCP-on-decap policy. Sets `tos` (the inner TOS to send) and v.outer_remarked / v.ce_marked;
+// false when RFC 6040 says drop (CE on a Not-ECT inner packet).
+bool decap_marks(const TunnelConf& t, const ParsedPacket& op, const ParsedPacket& ip, Verdict& v,
+                 uint8_t& tos) {
+    const int16_t expected = t.outer_dscp >= 0 ? t.outer_dscp : ip.dscp();
+    v.outer_remarked = op.dscp() != expected;
+    int ecn = ip.ecn();
+    if (t.ecn_rfc6040) {
+        ecn = rfc6040_decap(op.ecn(), ip.ecn());
+        if (ecn < 0) return false;
+        v.ce_marked = ecn == kEcnCe && ip.ecn() != kEcnCe;
+    }
+    const uint8_t dscp = t.decap_dscp == kDscpPreserve    ? ip.dscp()
+                         : t.decap_dscp == kDscpCopyOuter ? op.dscp()
+                                                          : static_cast<uint8_t>(t.decap_dscp);
+    tos = static_cast<uint8_t>(dscp << 2 | ecn);
+    return true;
 }
 
 // Names why no tunnel took a packet that passed every other check. Only dropped packets get here.
 DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
     for (const TunnelConf& t : s.tunnels) {
-        if (t.outer_port == key.rx_port && t.udp_port == key.udp_port &&
-            t.outer_v6 == (key.family == 6) && t.remote == key.remote)
+        if (t.outer_port == key.rx_port() && t.udp_port == key.udp_port() &&
+            t.outer_v6 == (key.family() == 6) && key.remote_is(t.remote))
             return DropReason::unknown_vni;
     }
     return DropReason::unknown_remote;
@@ -402,7 +434,72 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f) {
     return v;
 }
 
+bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, DecapCache* cache) {
+    ParsedPacket op;
+    if (!parse_plain_udp4(f.data, f.len, op)) return false;
+    const PortConf& port = s.ports[rx_port];
+    if (!port.has_ipv4 || std::memcmp(op.dst, port.ipv4.data(), 4) != 0) return false;
+    const PortConf::TunnelUdpPort* tp = tunnel_udp_port(port, op.dport);
+    if (tp == nullptr) return false;
+    const uint8_t* udp = f.data + op.l4_off;
+    const uint32_t udp_len = load16(udp + 4);
+    if (udp_len < kUdpLen || op.l4_off + udp_len > op.l3_off + op.ip_len) return false;
+    uint32_t th_len = 0, vni = 0;
+    if (parse_tunnel_header(tp->type, udp + kUdpLen, udp_len - static_cast<uint32_t>(kUdpLen),
+                            th_len, vni) != DropReason::none)
+        return false;
+    uint16_t tid;
+    if (!lookup_tunnel(s, make_decap_key(4, op.src, vni, op.dport, static_cast<uint8_t>(rx_port)),
+                       cache, tid))
+        return false;
+    const TunnelConf& t = s.tunnels[tid];
+    const uint32_t inner_off = op.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
+    uint8_t* inner = f.data + inner_off;
+    const uint32_t inner_len = op.l4_off + udp_len - inner_off;
+    ParsedPacket ip;
+    if (!parse_plain_udp4(inner, inner_len, ip) || ip.ip_len > t.inner_mtu) return false;
+    Verdict w;
+    uint8_t tos = 0;
+    if (!decap_marks(t, op, ip, w, tos)) return false;
+    const PortConf& lan = s.ports[t.inner_port];
+    uint64_t mac = 0;
+    if (lan.has_ipv4 || lan.has_ipv6) {
+        if (!lan.has_ipv4 || !prefix_match(lan.ipv4.data(), lan.ipv4_len, ip.dst, false))
+            return false;
+        const int n = s.neighbors->find(4, t.inner_port, ip.dst);
+        if (n < 0) return false;
+        mac = s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
+        if ((mac & kNeighborValid) == 0) return false;
+    }
+
+    if (mac != 0) {
+        unpack_mac(mac, inner);
+        std::memcpy(inner + 6, lan.mac.data(), 6);
+    }
+    const auto dscp = static_cast<uint8_t>(tos >> 2);
+    if (tos != ip.tos) {
+        set_ipv4_tos(inner + kEthLen, tos);
+        w.dscp_rewritten = dscp != ip.dscp();
+    }
+    w.decap = true;
+    w.dscp_in = op.dscp();
+    w.dscp_out = dscp;
+    w.tunnel_id = static_cast<int16_t>(tid);
+    w.out_port = t.inner_port;
+    v = w;
+    f.data = inner;
+    f.headroom += inner_off;
+    f.len = inner_len;
+    return true;
+}
+
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache* cache) {
+    Verdict v;
+    if (decap_plain(s, rx_port, f, v, cache)) return v;
+    return process_outer_general(s, rx_port, f, cache);
+}
+
+Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache* cache) {
     Verdict v;
     v.decap = true;
     const PortConf& port = s.ports[rx_port];
@@ -441,9 +538,7 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache*
         v.drop = DropReason::not_tunnel;
         return v;
     }
-    const PortConf::TunnelUdpPort* tp = nullptr;
-    for (const auto& u : port.tunnel_udp_ports)
-        if (u.udp_port == op.dport) tp = &u;
+    const PortConf::TunnelUdpPort* tp = tunnel_udp_port(port, op.dport);
     if (tp == nullptr) {
         v.drop = DropReason::not_tunnel;
         return v;
@@ -462,26 +557,12 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache*
         parse_tunnel_header(tp->type, th, udp_len - static_cast<uint32_t>(kUdpLen), th_len, vni);
     if (v.drop != DropReason::none) return v;
 
-    DecapKey key{};
-    if (op.ip_ver == 4)  // Two constant-size copies: a variable one is a call to memcpy().
-        std::memcpy(key.remote.data(), op.src, 4);
-    else
-        std::memcpy(key.remote.data(), op.src, 16);
-    key.vni = vni;
-    key.udp_port = op.dport;
-    key.family = op.ip_ver;
-    key.rx_port = static_cast<uint8_t>(rx_port);
+    const DecapKey key =
+        make_decap_key(op.ip_ver, op.src, vni, op.dport, static_cast<uint8_t>(rx_port));
     uint16_t tid;
-    if (cache != nullptr && cache->tunnel_id >= 0 && same_key(cache->key, key)) {
-        tid = static_cast<uint16_t>(cache->tunnel_id);
-    } else {
-        void* data = nullptr;
-        if (rte_hash_lookup_data(s.decap, &key, &data) < 0) {
-            v.drop = classify_decap_miss(s, key);
-            return v;
-        }
-        tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data));
-        if (cache != nullptr) *cache = DecapCache{key, static_cast<int16_t>(tid)};
+    if (!lookup_tunnel(s, key, cache, tid)) {
+        v.drop = classify_decap_miss(s, key);
+        return v;
     }
     const TunnelConf& t = s.tunnels[tid];
     v.tunnel_id = static_cast<int16_t>(tid);
@@ -495,21 +576,12 @@ Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache*
         return v;
     }
     if (ip.ip_ver != 0) {
-        const int16_t expected = t.outer_dscp >= 0 ? t.outer_dscp : ip.dscp();
-        v.outer_remarked = op.dscp() != expected;
-        int ecn = ip.ecn();
-        if (t.ecn_rfc6040) {
-            ecn = rfc6040_decap(op.ecn(), ip.ecn());
-            if (ecn < 0) {
-                v.drop = DropReason::ecn_ce_on_not_ect;
-                return v;
-            }
-            v.ce_marked = ecn == kEcnCe && ip.ecn() != kEcnCe;
+        uint8_t tos = 0;
+        if (!decap_marks(t, op, ip, v, tos)) {
+            v.drop = DropReason::ecn_ce_on_not_ect;
+            return v;
         }
-        const uint8_t dscp = t.decap_dscp == kDscpPreserve    ? ip.dscp()
-                             : t.decap_dscp == kDscpCopyOuter ? op.dscp()
-                                                              : static_cast<uint8_t>(t.decap_dscp);
-        const auto tos = static_cast<uint8_t>(dscp << 2 | ecn);
+        const auto dscp = static_cast<uint8_t>(tos >> 2);
         if (ip.ip_len > t.inner_mtu) {
             v.drop = DropReason::too_big;
             return v;

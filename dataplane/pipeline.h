@@ -79,6 +79,13 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f);
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v);
 // Outer -> inner: validate, decapsulate, RFC 6040, DSCP-on-decap, bleaching detection.
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache* cache = nullptr);
+// The same without the shortcut below (the fuzz target's reference).
+Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f,
+                              DecapCache* cache = nullptr);
+// The shortcut: process_outer_general() for plain IPv4/UDP outer and inner packets to this VTEP
+// from a known tunnel that are delivered, in straight-line code; like encap_plain(), it writes
+// nothing unless it takes the packet, and declines every drop and unusual case.
+bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, DecapCache* cache);
 
 inline Verdict process_packet(const Snapshot& s, uint16_t rx_port, Frame& f,
                               DecapCache* cache = nullptr) {

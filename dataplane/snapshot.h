@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -143,18 +144,43 @@ struct TunnelConf {
     uint32_t hdr_csum_base = 0;
 };
 
-// Key of the decapsulation table: which tunnel a received packet belongs to.
-// Padded to 32 bytes: rte_hash compares 16/32/48/64-byte keys with vector instructions and any
-// other length with memcmp().
+// Key of the decapsulation table: which tunnel a received packet belongs to. Four 64-bit words,
+// made only by make_decap_key(): the remote address (IPv4 in the first four bytes, the rest zero),
+// then VNI | UDP port << 32 | family << 48 | receiving port << 56, then zero. 32 bytes because
+// rte_hash compares 16/32/48/64-byte keys with vector instructions and others with memcmp(). Kept
+// and compared as words, in registers on the hot path: a key stored field by field and read back
+// whole stalls on failed store-to-load forwarding.
 struct DecapKey {
-    std::array<uint8_t, 16> remote{};
-    uint32_t vni = 0;
-    uint16_t udp_port = 0;
-    uint8_t family = 0;
-    uint8_t rx_port = 0;
-    uint64_t pad = 0;
+    uint64_t w[4];
+
+    uint8_t family() const { return static_cast<uint8_t>(w[2] >> 48); }
+    uint16_t udp_port() const { return static_cast<uint16_t>(w[2] >> 32); }
+    uint8_t rx_port() const { return static_cast<uint8_t>(w[2] >> 56); }
+    bool remote_is(const std::array<uint8_t, 16>& a) const {
+        return std::memcmp(w, a.data(), 16) == 0;
+    }
+    bool operator==(const DecapKey& o) const {
+        return ((w[0] ^ o.w[0]) | (w[1] ^ o.w[1]) | (w[2] ^ o.w[2]) | (w[3] ^ o.w[3])) == 0;
+    }
 };
 static_assert(sizeof(DecapKey) == 32);
+
+inline DecapKey make_decap_key(uint8_t family, const uint8_t* remote, uint32_t vni,
+                               uint16_t udp_port, uint8_t rx_port) {
+    DecapKey k{{0, 0,
+                uint64_t{vni} | uint64_t{udp_port} << 32 | uint64_t{family} << 48 |
+                    uint64_t{rx_port} << 56,
+                0}};
+    if (family == 4) {
+        uint32_t a;
+        std::memcpy(&a, remote, sizeof a);
+        k.w[0] = a;  // Host order of the bytes as they are: only equality matters.
+    } else {
+        std::memcpy(&k.w[0], remote, 8);
+        std::memcpy(&k.w[1], remote + 8, 8);
+    }
+    return k;
+}
 
 struct Snapshot {
     uint64_t generation = 0;

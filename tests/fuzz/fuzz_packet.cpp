@@ -3,8 +3,8 @@
 // or routed); the rest is the frame. Built with ASan and UBSan, so any read
 // past the frame or the buffer, or any undefined behaviour, stops the run.
 // It also holds the shortcuts to their reference: the straight-line parse of plain IPv4/UDP must
-// equal the general parser's result, the plain-IPv4 encapsulation must equal the general inner
-// path's, and a packet processed with a per-burst decap cache that has just seen it must come out
+// equal the general parser's result, the plain-IPv4 encapsulation and decapsulation must equal
+// the general paths', and a packet processed with a per-burst decap cache that has just seen it must come out
 // as it does without one.
 #include <cstdint>
 #include <cstdio>
@@ -83,11 +83,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!same_verdict(v, vc) || f.len != fc.len || f.headroom != fc.headroom ||
         std::memcmp(buf.get(), cached.get(), headroom + len) != 0)
         std::abort();
-    if (g_snap->ports[port].role == dscpgw::PortRole::inner) {
-        // The general inner path alone must give what the shortcut gave.
+    {
+        // The general path alone must give what the shortcut gave.
         std::memcpy(cached.get() + headroom, data + 1, len);
         fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom};
-        vc = dscpgw::process_inner_general(*g_snap, port, fc);
+        vc = g_snap->ports[port].role == dscpgw::PortRole::inner
+                 ? dscpgw::process_inner_general(*g_snap, port, fc)
+                 : dscpgw::process_outer_general(*g_snap, port, fc);
         if (!same_verdict(v, vc) || f.len != fc.len || f.headroom != fc.headroom ||
             std::memcmp(buf.get(), cached.get(), headroom + len) != 0)
             std::abort();
