@@ -34,44 +34,60 @@ struct ParsedPacket {
 // that is not IP parses successfully with ip_ver 0.
 DropReason parse_packet_general(const uint8_t* data, uint32_t len, ParsedPacket& pp);
 
-// The common frame (untagged IPv4 without options, not a fragment, carrying UDP) in straight-line
-// code. Returns true with `pp` exactly as parse_packet_general() would fill it; false for any other
-// or malformed frame, leaving `pp` unspecified (the fuzz target checks the equivalence).
-inline bool parse_plain_udp4(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
+// The common frame (untagged, IPv4 without options or IPv6 without extension headers, not a
+// fragment, carrying UDP) in straight-line code. Returns true with `pp` exactly as
+// parse_packet_general() would fill it; false for any other or malformed frame, leaving `pp`
+// unspecified (the fuzz target checks the equivalence).
+inline bool parse_plain_udp(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
     using namespace wire;
-    constexpr uint32_t kL4 = kEthLen + kIpv4Len;
-    if (len < kL4 + kUdpLen) return false;
+    if (len < kEthLen + kIpv4Len + kUdpLen) return false;
     const uint8_t* ip = data + kEthLen;
-    const uint32_t total = load16(ip + kIpv4TotalLenOff);
-    if (load16(data + kEthTypeOff) != kEtherTypeIpv4 || ip[0] != 0x45 ||
-        ip[kIpv4ProtoOff] != kProtoUdp ||
-        (load16(ip + kIpv4FragOff) & (kIpv4FlagMf | kIpv4FragOffsetMask)) != 0 ||
-        total < kIpv4Len + kUdpLen || total > len - kEthLen)
+    const uint16_t et = load16(data + kEthTypeOff);
+    uint32_t hl, total;
+    if (et == kEtherTypeIpv4) {
+        total = load16(ip + kIpv4TotalLenOff);
+        if (ip[0] != 0x45 || ip[kIpv4ProtoOff] != kProtoUdp ||
+            (load16(ip + kIpv4FragOff) & (kIpv4FlagMf | kIpv4FragOffsetMask)) != 0)
+            return false;
+        hl = kIpv4Len;
+        pp.ip_ver = 4;
+        pp.tos = ip[kIpv4TosOff];
+        pp.src = ip + kIpv4SrcOff;
+        pp.dst = ip + kIpv4DstOff;
+    } else if (et == kEtherTypeIpv6) {
+        if (len < kEthLen + kIpv6Len + kUdpLen || (ip[0] >> 4) != 6 ||
+            ip[kIpv6NextHdrOff] != kProtoUdp)
+            return false;
+        total = kIpv6Len + load16(ip + kIpv6PayloadLenOff);
+        hl = kIpv6Len;
+        pp.ip_ver = 6;
+        pp.tos = ipv6_tclass(ip);
+        pp.src = ip + kIpv6SrcOff;
+        pp.dst = ip + kIpv6DstOff;
+    } else {
         return false;
-    const uint8_t* udp = data + kL4;
+    }
+    if (total < hl + kUdpLen || total > len - kEthLen) return false;
+    const uint8_t* udp = ip + hl;
     const uint16_t dport = load16(udp + 2);
     const bool bth = dport == kRoceV2Port;
-    if (bth && total < kIpv4Len + kUdpLen + kBthLen) return false;
+    if (bth && total < hl + kUdpLen + kBthLen) return false;
     pp.l3_off = kEthLen;
     pp.vlan_tags = 0;
-    pp.ip_ver = 4;
-    pp.tos = ip[kIpv4TosOff];
     pp.proto = kProtoUdp;
     pp.is_fragment = false;
     pp.has_ports = true;
     pp.has_bth = bth;
-    pp.l4_off = kL4;
+    pp.l4_off = static_cast<uint16_t>(kEthLen + hl);
     pp.ip_len = total;
     pp.sport = load16(udp);
     pp.dport = dport;
     pp.bth_opcode = bth ? udp[kUdpLen] : 0;
-    pp.src = ip + kIpv4SrcOff;
-    pp.dst = ip + kIpv4DstOff;
     return true;
 }
 
 inline DropReason parse_packet(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
-    return parse_plain_udp4(data, len, pp) ? DropReason::none : parse_packet_general(data, len, pp);
+    return parse_plain_udp(data, len, pp) ? DropReason::none : parse_packet_general(data, len, pp);
 }
 
 }  // namespace dscpgw

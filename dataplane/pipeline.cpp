@@ -333,9 +333,9 @@ LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPac
 
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
     ParsedPacket pp;
-    if (!parse_plain_udp4(f.data, f.len, pp)) return false;
+    if (!parse_plain_udp(f.data, f.len, pp)) return false;
     const PortConf& port = s.ports[rx_port];
-    if (port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0) return false;
+    if (for_port(port, pp)) return false;
     const ClassMatch* m = s.class_match.data();
     const int n = static_cast<int>(s.class_match.size());
     const uint64_t key = class_key(pp);
@@ -348,7 +348,9 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
         break;
     }
     uint32_t nh = 0;
-    if (rte_lpm_lookup(s.lpm4, load32(pp.dst), &nh) != 0) return false;
+    if ((pp.ip_ver == 4 ? rte_lpm_lookup(s.lpm4, load32(pp.dst), &nh)
+                        : rte_lpm6_lookup(s.lpm6, pp.dst, &nh)) != 0)
+        return false;
     const TunnelConf& t = s.tunnels[nh];
     const uint32_t inner_len = kEthLen + pp.ip_len;
     uint64_t nh_mac = 0;
@@ -361,7 +363,7 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
     const int8_t set = cls >= 0 ? m[cls].set_dscp : -1;
     if (set >= 0 && set != static_cast<int>(dscp)) {
         tos = static_cast<uint8_t>(set << 2 | (pp.tos & 3));
-        set_ipv4_tos(f.data + kEthLen, tos);
+        write_tos(pp, f.data, tos);
         v.dscp_rewritten = true;
     }
     v.class_id = static_cast<int16_t>(cls);
@@ -436,9 +438,9 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f) {
 
 bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, DecapCache* cache) {
     ParsedPacket op;
-    if (!parse_plain_udp4(f.data, f.len, op)) return false;
+    if (!parse_plain_udp(f.data, f.len, op)) return false;
     const PortConf& port = s.ports[rx_port];
-    if (!port.has_ipv4 || std::memcmp(op.dst, port.ipv4.data(), 4) != 0) return false;
+    if (!for_port(port, op)) return false;
     const PortConf::TunnelUdpPort* tp = tunnel_udp_port(port, op.dport);
     if (tp == nullptr) return false;
     const uint8_t* udp = f.data + op.l4_off;
@@ -449,24 +451,28 @@ bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, Deca
                             th_len, vni) != DropReason::none)
         return false;
     uint16_t tid;
-    if (!lookup_tunnel(s, make_decap_key(4, op.src, vni, op.dport, static_cast<uint8_t>(rx_port)),
-                       cache, tid))
+    if (!lookup_tunnel(
+            s, make_decap_key(op.ip_ver, op.src, vni, op.dport, static_cast<uint8_t>(rx_port)),
+            cache, tid))
         return false;
     const TunnelConf& t = s.tunnels[tid];
     const uint32_t inner_off = op.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
     uint8_t* inner = f.data + inner_off;
     const uint32_t inner_len = op.l4_off + udp_len - inner_off;
     ParsedPacket ip;
-    if (!parse_plain_udp4(inner, inner_len, ip) || ip.ip_len > t.inner_mtu) return false;
+    if (!parse_plain_udp(inner, inner_len, ip) || ip.ip_len > t.inner_mtu) return false;
     Verdict w;
     uint8_t tos = 0;
     if (!decap_marks(t, op, ip, w, tos)) return false;
     const PortConf& lan = s.ports[t.inner_port];
     uint64_t mac = 0;
     if (lan.has_ipv4 || lan.has_ipv6) {
-        if (!lan.has_ipv4 || !prefix_match(lan.ipv4.data(), lan.ipv4_len, ip.dst, false))
+        const bool v4 = ip.ip_ver == 4;
+        if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
+            !prefix_match(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len,
+                          ip.dst, false))
             return false;
-        const int n = s.neighbors->find(4, t.inner_port, ip.dst);
+        const int n = s.neighbors->find(ip.ip_ver, t.inner_port, ip.dst);
         if (n < 0) return false;
         mac = s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
         if ((mac & kNeighborValid) == 0) return false;
@@ -478,7 +484,7 @@ bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, Deca
     }
     const auto dscp = static_cast<uint8_t>(tos >> 2);
     if (tos != ip.tos) {
-        set_ipv4_tos(inner + kEthLen, tos);
+        write_tos(ip, inner, tos);
         w.dscp_rewritten = dscp != ip.dscp();
     }
     w.decap = true;

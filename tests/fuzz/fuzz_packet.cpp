@@ -24,7 +24,7 @@ const dscpgw::Snapshot* g_snaps[2] = {};  // Transparent LAN, routed LAN.
 
 void check_parse_shortcut(const uint8_t* frame, uint32_t len) {
     dscpgw::ParsedPacket fast, ref;
-    if (!dscpgw::parse_plain_udp4(frame, len, fast)) return;
+    if (!dscpgw::parse_plain_udp(frame, len, fast)) return;
     if (dscpgw::parse_packet_general(frame, len, ref) != dscpgw::DropReason::none) std::abort();
     if (fast.l3_off != ref.l3_off || fast.vlan_tags != ref.vlan_tags || fast.ip_ver != ref.ip_ver ||
         fast.tos != ref.tos || fast.proto != ref.proto || fast.is_fragment != ref.is_fragment ||
