@@ -38,34 +38,32 @@ DropReason parse_packet_general(const uint8_t* data, uint32_t len, ParsedPacket&
 // fragment, carrying UDP) in straight-line code. Returns true with `pp` exactly as
 // parse_packet_general() would fill it; false for any other or malformed frame, leaving `pp`
 // unspecified (the fuzz target checks the equivalence).
-inline bool parse_plain_udp(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
+template <bool kV6>
+inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
     using namespace wire;
-    if (len < kEthLen + kIpv4Len + kUdpLen) return false;
+    constexpr uint32_t hl = kV6 ? kIpv6Len : kIpv4Len;
+    if (len < kEthLen + hl + kUdpLen) return false;
     const uint8_t* ip = data + kEthLen;
-    const uint16_t et = load16(data + kEthTypeOff);
-    uint32_t hl, total;
-    if (et == kEtherTypeIpv4) {
+    uint32_t total;
+    if constexpr (!kV6) {
         total = load16(ip + kIpv4TotalLenOff);
-        if (ip[0] != 0x45 || ip[kIpv4ProtoOff] != kProtoUdp ||
+        if (load16(data + kEthTypeOff) != kEtherTypeIpv4 || ip[0] != 0x45 ||
+            ip[kIpv4ProtoOff] != kProtoUdp ||
             (load16(ip + kIpv4FragOff) & (kIpv4FlagMf | kIpv4FragOffsetMask)) != 0)
             return false;
-        hl = kIpv4Len;
         pp.ip_ver = 4;
         pp.tos = ip[kIpv4TosOff];
         pp.src = ip + kIpv4SrcOff;
         pp.dst = ip + kIpv4DstOff;
-    } else if (et == kEtherTypeIpv6) {
-        if (len < kEthLen + kIpv6Len + kUdpLen || (ip[0] >> 4) != 6 ||
+    } else {
+        total = kIpv6Len + load16(ip + kIpv6PayloadLenOff);
+        if (load16(data + kEthTypeOff) != kEtherTypeIpv6 || (ip[0] >> 4) != 6 ||
             ip[kIpv6NextHdrOff] != kProtoUdp)
             return false;
-        total = kIpv6Len + load16(ip + kIpv6PayloadLenOff);
-        hl = kIpv6Len;
         pp.ip_ver = 6;
         pp.tos = ipv6_tclass(ip);
         pp.src = ip + kIpv6SrcOff;
         pp.dst = ip + kIpv6DstOff;
-    } else {
-        return false;
     }
     if (total < hl + kUdpLen || total > len - kEthLen) return false;
     const uint8_t* udp = ip + hl;
@@ -84,6 +82,13 @@ inline bool parse_plain_udp(const uint8_t* data, uint32_t len, ParsedPacket& pp)
     pp.dport = dport;
     pp.bth_opcode = bth ? udp[kUdpLen] : 0;
     return true;
+}
+
+// Either family, by EtherType.
+inline bool parse_plain_udp(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
+    if (len >= wire::kEthLen && wire::load16(data + wire::kEthTypeOff) == wire::kEtherTypeIpv6)
+        return parse_plain_udp_family<true>(data, len, pp);
+    return parse_plain_udp_family<false>(data, len, pp);
 }
 
 inline DropReason parse_packet(const uint8_t* data, uint32_t len, ParsedPacket& pp) {

@@ -331,11 +331,22 @@ LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPac
 
 }  // namespace
 
-bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
+namespace {
+
+// encap_plain() for one inner family: a separate instance each, so that the IPv4 one carries
+// nothing of IPv6's (its longer addresses and the out-of-line rte_lpm6_lookup() cost the IPv4
+// path registers, spills and a failed store-to-load forwarding when they shared a body).
+template <bool kV6>
+__attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx_port, Frame& f,
+                                                  Verdict& v) {
     ParsedPacket pp;
-    if (!parse_plain_udp(f.data, f.len, pp)) return false;
+    if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
     const PortConf& port = s.ports[rx_port];
-    if (for_port(port, pp)) return false;
+    if constexpr (kV6) {
+        if (port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0) return false;
+    } else {
+        if (port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0) return false;
+    }
     const ClassMatch* m = s.class_match.data();
     const int n = static_cast<int>(s.class_match.size());
     const uint64_t key = class_key(pp);
@@ -348,8 +359,8 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
         break;
     }
     uint32_t nh = 0;
-    if ((pp.ip_ver == 4 ? rte_lpm_lookup(s.lpm4, load32(pp.dst), &nh)
-                        : rte_lpm6_lookup(s.lpm6, pp.dst, &nh)) != 0)
+    if ((kV6 ? rte_lpm6_lookup(s.lpm6, pp.dst, &nh)
+             : rte_lpm_lookup(s.lpm4, load32(pp.dst), &nh)) != 0)
         return false;
     const TunnelConf& t = s.tunnels[nh];
     const uint32_t inner_len = kEthLen + pp.ip_len;
@@ -363,7 +374,10 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
     const int8_t set = cls >= 0 ? m[cls].set_dscp : -1;
     if (set >= 0 && set != static_cast<int>(dscp)) {
         tos = static_cast<uint8_t>(set << 2 | (pp.tos & 3));
-        write_tos(pp, f.data, tos);
+        if constexpr (kV6)
+            set_ipv6_tclass(f.data + kEthLen, tos);
+        else
+            set_ipv4_tos(f.data + kEthLen, tos);
         v.dscp_rewritten = true;
     }
     v.class_id = static_cast<int16_t>(cls);
@@ -377,6 +391,14 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
     else
         encap_write<false>(t, f, 0, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
     return true;
+}
+
+}  // namespace
+
+bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v) {
+    if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
+        return encap_plain_family<true>(s, rx_port, f, v);
+    return encap_plain_family<false>(s, rx_port, f, v);
 }
 
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f) {
