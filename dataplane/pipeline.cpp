@@ -20,15 +20,15 @@ using namespace wire;
 
 namespace {
 
-bool prefixes_match(const ClassRule& c, const ParsedPacket& pp) {
+bool prefixes_match(const ClassRule& c, uint8_t ip_ver, const uint8_t* src, const uint8_t* dst) {
     if (!c.src.empty()) {
         bool hit = false;
-        for (const Prefix& p : c.src) hit = hit || p.contains(pp.ip_ver, pp.src);
+        for (const Prefix& p : c.src) hit = hit || p.contains(ip_ver, src);
         if (!hit) return false;
     }
     if (!c.dst.empty()) {
         bool hit = false;
-        for (const Prefix& p : c.dst) hit = hit || p.contains(pp.ip_ver, pp.dst);
+        for (const Prefix& p : c.dst) hit = hit || p.contains(ip_ver, dst);
         if (!hit) return false;
     }
     return true;
@@ -49,14 +49,16 @@ bool rule_matches(const ClassMatch& c, uint64_t key, unsigned dscp) {
 }
 
 // classify() from rule `i` on, for when a rule with prefixes is reached: out of line, so that the
-// loop over the (usual) prefix-free rules makes no call and keeps everything in registers.
-__attribute__((noinline)) int classify_from(const Snapshot& s, const ParsedPacket& pp, int i,
-                                            uint64_t key) {
+// loop over the (usual) prefix-free rules makes no call and keeps everything in registers. It
+// takes the addresses as values: a ParsedPacket passed by reference would have to live in memory.
+__attribute__((noinline)) int classify_from(const Snapshot& s, int i, uint64_t key, unsigned dscp,
+                                            uint8_t ip_ver, const uint8_t* src,
+                                            const uint8_t* dst) {
     const int n = static_cast<int>(s.class_match.size());
     for (; i < n; ++i) {
         const ClassMatch& c = s.class_match[static_cast<size_t>(i)];
-        if (rule_matches(c, key, pp.dscp()) &&
-            (!c.prefixes || prefixes_match(s.classes[static_cast<size_t>(i)], pp)))
+        if (rule_matches(c, key, dscp) &&
+            (!c.prefixes || prefixes_match(s.classes[static_cast<size_t>(i)], ip_ver, src, dst)))
             return i;
     }
     return -1;
@@ -70,7 +72,7 @@ __attribute__((noinline)) int classify_from(const Snapshot& s, const ParsedPacke
     const unsigned dscp = pp.dscp();
     for (int i = 0; i < n; ++i) {
         if (!rule_matches(m[i], key, dscp)) continue;
-        return m[i].prefixes ? classify_from(s, pp, i, key) : i;
+        return m[i].prefixes ? classify_from(s, i, key, dscp, pp.ip_ver, pp.src, pp.dst) : i;
     }
     return -1;
 }
@@ -354,8 +356,7 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     int cls = -1;
     for (int i = 0; i < n; ++i) {
         if (!rule_matches(m[i], key, dscp)) continue;
-        if (m[i].prefixes) return false;
-        cls = i;
+        cls = m[i].prefixes ? classify_from(s, i, key, dscp, pp.ip_ver, pp.src, pp.dst) : i;
         break;
     }
     uint32_t nh = 0;

@@ -69,11 +69,11 @@ struct DecapCache {
 
 // Inner -> outer: classify, mark, route, encapsulate.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f);
-// The same without the plain-IPv4 shortcut: the reference the fuzz target compares it with.
+// The same without the shortcut below: the reference the fuzz target compares it with.
 Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f);
-// The shortcut: process_inner_general() for the frame the gateway exists for (plain IPv4/UDP, a
-// prefix-free class, a route, a tunnel that takes it), the same decisions and bytes in
-// straight-line code. Everything is checked before anything is written, so a frame it declines
+// The shortcut: process_inner_general() for the frame the gateway exists for (untagged IPv4
+// without options or IPv6 without extension headers, UDP, a route, a tunnel that takes it), the
+// same decisions and bytes in straight-line code. Everything is checked before anything is written, so a frame it declines
 // (false) reaches the general path untouched; it declines every drop, local reply and unusual
 // case. process_inner() is this, else the general path.
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v);
