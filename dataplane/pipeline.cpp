@@ -8,7 +8,6 @@
 #include <rte_lpm6.h>
 
 #include <cstring>
-#include <type_traits>
 
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
@@ -75,6 +74,13 @@ __attribute__((noinline)) int classify_from(const Snapshot& s, int i, uint64_t k
         return m[i].prefixes ? classify_from(s, i, key, dscp, pp.ip_ver, pp.src, pp.dst) : i;
     }
     return -1;
+}
+
+// The TOS a packet of class `cls` (-1: none) leaves with: the class's DSCP if it sets one, the
+// ECN bits untouched.
+uint8_t marked_tos(const Snapshot& s, int cls, uint8_t tos) {
+    const int8_t set = cls >= 0 ? s.class_match[static_cast<size_t>(cls)].set_dscp : -1;
+    return set >= 0 ? static_cast<uint8_t>(set << 2 | (tos & 3)) : tos;
 }
 
 [[gnu::always_inline]] inline uint32_t flow_hash_inline(const ParsedPacket& pp) {
@@ -294,6 +300,25 @@ bool decap_marks(const TunnelConf& t, const ParsedPacket& op, const ParsedPacket
     return true;
 }
 
+// Routed LAN port `lan_port`: the MAC (with kNeighborValid) of the host `ip` is for, resolved by
+// ARP/ND, or why there is none (no_route: not on the LAN's prefix; no_neighbor: unresolved, and
+// with `request` a resolution is asked of the control thread for an unknown host).
+[[gnu::always_inline]] inline DropReason lan_host_mac(const Snapshot& s, uint16_t lan_port,
+                                                      const ParsedPacket& ip, bool request,
+                                                      uint64_t& mac) {
+    const PortConf& lan = s.ports[lan_port];
+    const bool v4 = ip.ip_ver == 4;
+    if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
+        !prefix_match(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len,
+                      ip.dst, false))
+        return DropReason::no_route;
+    const int n = s.neighbors->find(ip.ip_ver, lan_port, ip.dst);
+    mac = n < 0 ? 0 : s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
+    if ((mac & kNeighborValid) != 0) return DropReason::none;
+    if (n < 0 && request) s.neighbors->request(ip.ip_ver, lan_port, ip.dst, 0);
+    return DropReason::no_neighbor;
+}
+
 // Names why no tunnel took a packet that passed every other check. Only dropped packets get here.
 DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
     for (const TunnelConf& t : s.tunnels) {
@@ -349,16 +374,7 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     } else {
         if (port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0) return false;
     }
-    const ClassMatch* m = s.class_match.data();
-    const int n = static_cast<int>(s.class_match.size());
-    const uint64_t key = class_key(pp);
-    const unsigned dscp = pp.dscp();
-    int cls = -1;
-    for (int i = 0; i < n; ++i) {
-        if (!rule_matches(m[i], key, dscp)) continue;
-        cls = m[i].prefixes ? classify_from(s, i, key, dscp, pp.ip_ver, pp.src, pp.dst) : i;
-        break;
-    }
+    const int cls = classify_inline(s, pp);
     uint32_t nh = 0;
     if ((kV6 ? rte_lpm6_lookup(s.lpm6, pp.dst, &nh)
              : rte_lpm_lookup(s.lpm4, load32(pp.dst), &nh)) != 0)
@@ -371,10 +387,8 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
         DropReason::none)
         return false;
 
-    uint8_t tos = pp.tos;
-    const int8_t set = cls >= 0 ? m[cls].set_dscp : -1;
-    if (set >= 0 && set != static_cast<int>(dscp)) {
-        tos = static_cast<uint8_t>(set << 2 | (pp.tos & 3));
+    const uint8_t tos = marked_tos(s, cls, pp.tos);
+    if (tos != pp.tos) {
         if constexpr (kV6)
             set_ipv6_tclass(f.data + kEthLen, tos);
         else
@@ -382,7 +396,7 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
         v.dscp_rewritten = true;
     }
     v.class_id = static_cast<int16_t>(cls);
-    v.dscp_in = static_cast<int16_t>(dscp);
+    v.dscp_in = static_cast<int16_t>(pp.dscp());
     v.dscp_out = static_cast<int16_t>(tos >> 2);
     v.tunnel_id = static_cast<int16_t>(nh);
     v.out_port = t.outer_port;
@@ -433,14 +447,10 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f) {
     }
     v.dscp_in = pp.dscp();
     v.class_id = static_cast<int16_t>(classify_inline(s, pp));
-    uint8_t tos = pp.tos;
-    if (v.class_id >= 0) {
-        const int8_t set = s.class_match[static_cast<size_t>(v.class_id)].set_dscp;
-        if (set >= 0 && set != pp.dscp()) {
-            tos = static_cast<uint8_t>(set << 2 | (pp.tos & 3));
-            write_tos(pp, f.data, tos);
-            v.dscp_rewritten = true;
-        }
+    const uint8_t tos = marked_tos(s, v.class_id, pp.tos);
+    if (tos != pp.tos) {
+        write_tos(pp, f.data, tos);
+        v.dscp_rewritten = true;
     }
     v.dscp_out = tos >> 2;
 
@@ -489,17 +499,9 @@ bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, Deca
     if (!decap_marks(t, op, ip, w, tos)) return false;
     const PortConf& lan = s.ports[t.inner_port];
     uint64_t mac = 0;
-    if (lan.has_ipv4 || lan.has_ipv6) {
-        const bool v4 = ip.ip_ver == 4;
-        if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
-            !prefix_match(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len,
-                          ip.dst, false))
-            return false;
-        const int n = s.neighbors->find(ip.ip_ver, t.inner_port, ip.dst);
-        if (n < 0) return false;
-        mac = s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
-        if ((mac & kNeighborValid) == 0) return false;
-    }
+    if ((lan.has_ipv4 || lan.has_ipv6) &&
+        lan_host_mac(s, t.inner_port, ip, false, mac) != DropReason::none)
+        return false;
 
     if (mac != 0) {
         unpack_mac(mac, inner);
@@ -618,22 +620,9 @@ Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, Dec
         const PortConf& lan = s.ports[t.inner_port];
         if (lan.has_ipv4 || lan.has_ipv6) {
             // Routed LAN: deliver to the host's own MAC, from ours, resolved by ARP/ND.
-            const bool v4 = ip.ip_ver == 4;
-            if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
-                !prefix_match(v4 ? lan.ipv4.data() : lan.ipv6.data(),
-                              v4 ? lan.ipv4_len : lan.ipv6_len, ip.dst, false)) {
-                v.drop = DropReason::no_route;
+            uint64_t mac = 0;
+            if ((v.drop = lan_host_mac(s, t.inner_port, ip, true, mac)) != DropReason::none)
                 return v;
-            }
-            const int n = s.neighbors->find(ip.ip_ver, t.inner_port, ip.dst);
-            const uint64_t mac =
-                n < 0 ? 0
-                      : s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
-            if ((mac & kNeighborValid) == 0) {
-                if (n < 0) s.neighbors->request(ip.ip_ver, t.inner_port, ip.dst, 0);
-                v.drop = DropReason::no_neighbor;
-                return v;
-            }
             unpack_mac(mac, inner);
             std::memcpy(inner + 6, lan.mac.data(), 6);
         }
