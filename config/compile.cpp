@@ -104,25 +104,7 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
         if ((p.has_icmp_src6 = a6 != nullptr)) p.icmp_src6 = a6->ipv6;
     }
     s->classes = cfg.classes;
-    for (const ClassRule& c : s->classes) {
-        ClassMatch m;
-        if (c.has_dscp) m.dscp_mask = c.dscp_mask;
-        if (c.has_udp_dst_port) {
-            m.key |= ClassMatch::kIsUdp | c.udp_dst_port;
-            m.mask |= ClassMatch::kIsUdp | ClassMatch::kUdpPort;
-        }
-        if (c.has_bth_opcode) {
-            m.key |= ClassMatch::kHasBth | uint64_t{c.bth_opcode} << ClassMatch::kOpcodeShift;
-            m.mask |= ClassMatch::kHasBth | uint64_t{0xff} << ClassMatch::kOpcodeShift;
-        }
-        if (c.has_ip_proto) {
-            m.key |= uint64_t{c.ip_proto} << ClassMatch::kProtoShift;
-            m.mask |= uint64_t{0xff} << ClassMatch::kProtoShift;
-        }
-        m.prefixes = !c.src.empty() || !c.dst.empty();
-        m.set_dscp = static_cast<int8_t>(c.set_dscp);
-        s->class_match.push_back(m);
-    }
+    for (const ClassRule& c : s->classes) s->class_match.push_back(compile_class(c));
     s->tunnels = cfg.tunnels;
     const std::string suffix = std::to_string(s->generation);
 

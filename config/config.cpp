@@ -284,7 +284,7 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
         const std::string path = "classes[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
-        c.only_keys(*t, path, {"name", "match", "dscp"});
+        c.only_keys(*t, path, {"name", "match", "dscp", "pcp"});
         ClassRule r;
         r.name = c.str(*t, path, "name", true).value_or("");
         if (!r.name.empty() && !names.insert(r.name).second)
@@ -293,6 +293,7 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
         r.set_dscp = static_cast<int16_t>(
             c.int_or_word(*t, path, "dscp", 0, 63, {{"preserve", kDscpPreserve}})
                 .value_or(kDscpPreserve));
+        r.pcp = static_cast<int8_t>(c.integer(*t, path, "pcp", 0, 7, false).value_or(-1));
         if (const toml::node* m = t->get("match")) {
             const std::string mpath = path + ".match";
             if (const toml::table* mt = table_at(c, *m, mpath)) {
@@ -612,7 +613,70 @@ Config build(const toml::table& root, const std::string& source_name) {
     return cfg;
 }
 
+// Only [[classes]]: the other sections are a gateway's and are not validated here, but a top-level
+// key no dscpgw config has is still an error (a typo would otherwise be silently ignored).
+std::vector<ClassRule> build_classes(const toml::table& root, const std::string& source_name) {
+    Checker c(source_name);
+    Config cfg;
+    c.only_keys(root, "", {"eal", "gateway", "ports", "tunnels", "classes", "neighbors"});
+    load_classes(c, root, cfg);
+    c.finish();
+    return std::move(cfg.classes);
+}
+
+toml::table parse_toml(std::string_view text, const std::string& source_name) {
+    try {
+        return toml::parse(text, source_name);
+    } catch (const toml::parse_error& e) {
+        std::ostringstream os;
+        os << source_name << ':' << e.source().begin.line << ':' << e.source().begin.column
+           << ": TOML syntax error: " << e.description();
+        throw ConfigError(os.str());
+    }
+}
+
+std::string read_file(const std::string& path) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) throw ConfigError(path + ": cannot open config file");
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    const bool bad = std::ferror(f) != 0;
+    std::fclose(f);
+    if (bad) throw ConfigError(path + ": cannot read config file");
+    return text;
+}
+
 }  // namespace
+
+ClassMatch compile_class(const ClassRule& c) {
+    ClassMatch m;
+    if (c.has_dscp) m.dscp_mask = c.dscp_mask;
+    if (c.has_udp_dst_port) {
+        m.key |= ClassMatch::kIsUdp | c.udp_dst_port;
+        m.mask |= ClassMatch::kIsUdp | ClassMatch::kUdpPort;
+    }
+    if (c.has_bth_opcode) {
+        m.key |= ClassMatch::kHasBth | uint64_t{c.bth_opcode} << ClassMatch::kOpcodeShift;
+        m.mask |= ClassMatch::kHasBth | uint64_t{0xff} << ClassMatch::kOpcodeShift;
+    }
+    if (c.has_ip_proto) {
+        m.key |= uint64_t{c.ip_proto} << ClassMatch::kProtoShift;
+        m.mask |= uint64_t{0xff} << ClassMatch::kProtoShift;
+    }
+    m.prefixes = !c.src.empty() || !c.dst.empty();
+    m.set_dscp = static_cast<int8_t>(c.set_dscp);
+    return m;
+}
+
+std::vector<ClassRule> parse_classes(std::string_view text, const std::string& source_name) {
+    return build_classes(parse_toml(text, source_name), source_name);
+}
+
+std::vector<ClassRule> load_classes(const std::string& path) {
+    return parse_classes(read_file(path), path);
+}
 
 int Config::first_port(PortRole role) const {
     for (size_t i = 0; i < ports.size(); ++i)
@@ -627,30 +691,10 @@ int Config::port_index(const std::string& name) const {
 }
 
 Config parse_config(std::string_view text, const std::string& source_name) {
-    toml::table root;
-    try {
-        root = toml::parse(text, source_name);
-    } catch (const toml::parse_error& e) {
-        std::ostringstream os;
-        os << source_name << ':' << e.source().begin.line << ':' << e.source().begin.column
-           << ": TOML syntax error: " << e.description();
-        throw ConfigError(os.str());
-    }
-    return build(root, source_name);
+    return build(parse_toml(text, source_name), source_name);
 }
 
-Config load_config(const std::string& path) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) throw ConfigError(path + ": cannot open config file");
-    std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    const bool bad = std::ferror(f) != 0;
-    std::fclose(f);
-    if (bad) throw ConfigError(path + ": cannot read config file");
-    return parse_config(text, path);
-}
+Config load_config(const std::string& path) { return parse_config(read_file(path), path); }
 
 bool parse_mac(std::string_view s, std::array<uint8_t, 6>& mac) {
     if (s.size() != 17) return false;

@@ -44,6 +44,14 @@ struct Config {
 Config load_config(const std::string& path);
 Config parse_config(std::string_view text, const std::string& source_name);
 
+// Only the [[classes]] of a config file (dscpgw-hostmark shares them with the gateway): the other
+// sections are not validated. Throws ConfigError like load_config().
+std::vector<ClassRule> load_classes(const std::string& path);
+std::vector<ClassRule> parse_classes(std::string_view text, const std::string& source_name);
+
+// A class's port/opcode/protocol/DSCP keys as one masked compare (see ClassMatch).
+ClassMatch compile_class(const ClassRule& c);
+
 // Builds the immutable snapshot: outer-header templates, LPM tables and the decap hash. `port_macs`
 // gives each port's own MAC where the config sets none (the device's, or a made-up one in replay).
 // Requires rte_eal_init. Throws std::runtime_error on resource failure.

@@ -58,6 +58,7 @@ struct ClassRule {
     uint64_t dscp_mask = 0;        // Bit n set: DSCP n matches.
     std::vector<Prefix> src, dst;  // Empty: any.
     int16_t set_dscp = -1;         // -1: preserve.
+    int8_t pcp = -1;               // 802.1p priority dscpgw-hostmark sets on tagged frames; -1: keep.
 };
 
 // ClassRule compiled for the hot path: plain data, the port/opcode/protocol keys folded into one
