@@ -7,6 +7,8 @@ packages=(
   # Build.
   build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
   libdpdk-dev dpdk libtomlplusplus-dev libpcap-dev
+  # dscpgw-hostmark: libbpf, the BPF skeleton generator (libbpf's pkg-config file names libelf/zlib).
+  libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-scapy tshark
   # dpdk-testpmd, the forwarding floor the throughput benchmark compares against.
