@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every test: unit tests (release, and again under ASan+UBSan), the golden
-# replay tests against the real binary (scapy/tshark as decoders), and a bounded libFuzzer run.
+# replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
+# kernel's VXLAN as the gateway's peer; dscpgw-hostmark's BPF classifier on a veth), and a bounded
+# libFuzzer run.
 # Ends with "N passed, N failed[, N skipped]"; exits non-zero if anything failed.
 # FUZZ_SECONDS (default 60) bounds the fuzzer.
 set -uo pipefail
@@ -57,6 +59,8 @@ pysuite() {
 pysuite golden "dscpgw replay/run + scapy/tshark" tests/golden/test_replay.py "$PWD/build/dscpgw"
 pysuite interop "dscpgw run between network namespaces, Linux kernel VXLAN as the peer" \
   tests/interop/test_kernel_vxlan.py "$PWD/build/dscpgw"
+pysuite hostmark "dscpgw-hostmark's eBPF classifier on a veth between namespaces" \
+  tests/hostmark/test_hostmark.py "$PWD/build/hostmark/dscpgw-hostmark"
 
 echo "== fuzz (libFuzzer, ASan+UBSan, ${FUZZ_SECONDS:-60}s over both directions)"
 corpus=$log/corpus
