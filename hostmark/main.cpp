@@ -15,6 +15,8 @@
 #include <linux/pkt_cls.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -416,9 +418,24 @@ bool ruleset_from(const std::string& path, hm_ruleset& rs) {
     return false;
 }
 
+// The device's index, or 0 (with the error printed) when it is missing or carries no Ethernet
+// header (a tun or WireGuard device: the program parses Ethernet frames).
 int device_index(const std::string& dev) {
     const unsigned idx = if_nametoindex(dev.c_str());
-    if (idx == 0) fail("interface %s not found: %s", dev.c_str(), std::strerror(errno));
+    if (idx == 0) {
+        fail("interface %s not found: %s", dev.c_str(), std::strerror(errno));
+        return 0;
+    }
+    Fd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    ifreq ifr{};
+    std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", dev.c_str());
+    if (s.get() >= 0 && ioctl(s.get(), SIOCGIFHWADDR, &ifr) == 0 &&
+        ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER && ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
+        fail("interface %s is not an Ethernet device (ARPHRD type %u); dscpgw-hostmark marks "
+             "Ethernet frames",
+             dev.c_str(), ifr.ifr_hwaddr.sa_family);
+        return 0;
+    }
     return static_cast<int>(idx);
 }
 

@@ -4,7 +4,9 @@
 // gateway's class gives (DSCP set or kept, ECN kept), the IPv4 header checksum must stay valid, a
 // class's pcp must land in an in-frame VLAN tag, and nothing else in the frame may change.
 //
-// usage: hostmark_equivalence CONFIG PCAP. Needs root (loading BPF); exits 77 without it.
+// usage: hostmark_equivalence CONFIG PCAP [--bench]. Needs root (loading BPF); exits 77 without
+// it. With --bench, also times the program on the capture's first frame of each class and its
+// first unclassified IP frame (BPF_PROG_TEST_RUN's repeat: the kernel's own per-run average).
 // Prints "N frames: M classified, K rewritten, J malformed, 0 mismatches"; exits 1 on a mismatch.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -58,8 +60,9 @@ uint16_t ipv4_header_sum(const uint8_t* ip, unsigned ihl) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: %s CONFIG PCAP\n", argv[0]);
+    const bool bench = argc == 4 && std::strcmp(argv[3], "--bench") == 0;
+    if (argc != 3 && !bench) {
+        std::fprintf(stderr, "usage: %s CONFIG PCAP [--bench]\n", argv[0]);
         return 2;
     }
     if (geteuid() != 0) {
@@ -102,6 +105,7 @@ int main(int argc, char** argv) {
     }
     unsigned frames = 0, classified = 0, rewritten = 0, malformed = 0, mismatches = 0;
     std::vector<uint8_t> out(16384);
+    std::vector<std::pair<int, const std::vector<uint8_t>*>> timed;  // (class * 8 + IP version, frame)
     for (const std::vector<uint8_t>& in : capture) {
         ++frames;
         if (in.size() < 14) continue;  // BPF_PROG_TEST_RUN wants at least an Ethernet header.
@@ -145,6 +149,9 @@ int main(int argc, char** argv) {
         int cls = -1;
         if (gateway_parses) {
             cls = classify(snap, pp);
+            bool seen = false;
+            for (const auto& t : timed) seen = seen || t.first == cls * 8 + pp.ip_ver;
+            if (!seen) timed.emplace_back(cls * 8 + pp.ip_ver, &in);
             if (cls >= 0) {
                 ++classified;
                 const ClassRule& c = snap.classes[static_cast<size_t>(cls)];
@@ -190,6 +197,39 @@ int main(int argc, char** argv) {
                     std::fprintf(stderr, " %02x", got[i]);
                 std::fputc('\n', stderr);
             }
+        }
+    }
+    for (const auto& [key, frame] : bench ? timed : decltype(timed){}) {
+        const int cls = key < 0 ? -1 : key / 8;
+        const int ver = key < 0 ? key + 8 : key % 8;
+        bpf_test_run_opts o{};
+        o.sz = sizeof o;
+        o.data_in = frame->data();
+        o.data_size_in = static_cast<uint32_t>(frame->size());
+        o.repeat = 1000000;
+        if (bpf_prog_test_run_opts(prog, &o) != 0) continue;
+        const std::string name = cls < 0 ? "(no class)" : snap.classes[static_cast<size_t>(cls)].name;
+        std::printf("bench: %-12s IPv%d %4zu-byte frame: %u ns per run\n", name.c_str(), ver,
+                    frame->size(), o.duration);
+    }
+    if (bench && !timed.empty()) {
+        // The harness's own cost: a program that returns at once (vlan_push.bpf.o, built beside
+        // this tool, reads the Ethernet and IP headers of a frame it does not tag and returns).
+        std::string floor_obj = argv[0];
+        floor_obj = floor_obj.substr(0, floor_obj.find_last_of('/') + 1) + "vlan_push.bpf.o";
+        if (bpf_object* obj = bpf_object__open_file(floor_obj.c_str(), nullptr);
+            obj != nullptr && bpf_object__load(obj) == 0) {
+            bpf_test_run_opts o{};
+            o.sz = sizeof o;
+            o.data_in = timed.front().second->data();
+            o.data_size_in = static_cast<uint32_t>(timed.front().second->size());
+            o.repeat = 1000000;
+            bpf_program* p = bpf_object__next_program(obj, nullptr);
+            if (p != nullptr && bpf_prog_test_run_opts(bpf_program__fd(p), &o) == 0)
+                std::printf("bench: harness floor (a program that reads two headers and returns): "
+                            "%u ns per run\n",
+                            o.duration);
+            bpf_object__close(obj);
         }
     }
     hostmark_bpf__destroy(skel);

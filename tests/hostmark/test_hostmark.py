@@ -167,6 +167,14 @@ def needs_root_and_device():
     ok(rc == 1 and "interface nosuch0 not found" in out, out)
     rc, out = run(["status", "--dev", "nosuch0"])
     ok(rc == 1 and "interface nosuch0 not found" in out, out)
+    # A device without an Ethernet header (tun, WireGuard) is refused, not misparsed.
+    tun = f"{TAG}tun"
+    if subprocess.run(["ip", "tuntap", "add", "dev", tun, "mode", "tun"], capture_output=True).returncode == 0:
+        try:
+            rc, out = run(["attach", "--dev", tun, "--config", write("a.toml", CONFIG_A)])
+            ok(rc == 1 and "is not an Ethernet device" in out, "tun device: " + out)
+        finally:
+            subprocess.run(["ip", "link", "del", tun], capture_output=True)
 
 
 CONFIG_EQ = """
