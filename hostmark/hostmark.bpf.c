@@ -59,6 +59,21 @@ static __always_inline void count(__u32 idx, __u32 len, int dscp_rewritten, int 
     c->pcp_set += pcp_set;
 }
 
+/* The UDP part of a class key: the destination port, and for RoCEv2 the BTH opcode when the
+ * datagram holds a whole BTH (never in a fragment). `l4` is the UDP header's offset in the IP
+ * packet and `total` the IP packet's length per its header. */
+static __always_inline __u64 udp_key(struct udphdr *udp, void *end, __u32 l4, __u32 total,
+                                     int fragment) {
+    if ((void *)(udp + 1) > end) return 0;
+    const __u16 dport = bpf_ntohs(udp->dest);
+    __u64 key = HM_KEY_IS_UDP | dport;
+    __u8 *bth = (void *)(udp + 1);
+    if (dport == ROCE_V2_PORT && !fragment && l4 + sizeof(*udp) + BTH_LEN <= total &&
+        (void *)(bth + 1) <= end)
+        key |= HM_KEY_HAS_BTH | (__u64)*bth << HM_KEY_OPCODE_SHIFT;
+    return key;
+}
+
 static __always_inline int is_ipv6_ext(__u8 nh) {
     return nh == 0 || nh == 43 || nh == 44 || nh == 60;
 }
@@ -107,17 +122,8 @@ int hostmark_egress(struct __sk_buff *skb) {
         const __u32 total = bpf_ntohs(ip->tot_len);
         const __u16 frag = bpf_ntohs(ip->frag_off);
         const int fragment = (frag & 0x3fff) != 0; /* MF or an offset */
-        if (proto == IPPROTO_UDP && (frag & 0x1fff) == 0 && ihl + sizeof(struct udphdr) <= total) {
-            struct udphdr *udp = (void *)ip + ihl;
-            if ((void *)(udp + 1) <= end) {
-                const __u16 dport = bpf_ntohs(udp->dest);
-                key |= HM_KEY_IS_UDP | dport;
-                __u8 *bth = (void *)(udp + 1);
-                if (dport == ROCE_V2_PORT && !fragment &&
-                    ihl + sizeof(struct udphdr) + BTH_LEN <= total && (void *)(bth + 1) <= end)
-                    key |= HM_KEY_HAS_BTH | (__u64)*bth << HM_KEY_OPCODE_SHIFT;
-            }
-        }
+        if (proto == IPPROTO_UDP && (frag & 0x1fff) == 0 && ihl + sizeof(struct udphdr) <= total)
+            key = udp_key((void *)ip + ihl, end, ihl, total, fragment);
     } else if (ethertype == bpf_htons(ETH_P_IPV6)) {
         struct ipv6hdr *ip6 = data + off;
         if ((void *)(ip6 + 1) > end || ip6->version != 6) goto not_ip;
@@ -145,18 +151,8 @@ int hostmark_egress(struct __sk_buff *skb) {
             if (l4 > HEADERS_MAX) goto classify_no_l4;
         }
         proto = nh;
-        if (nh == IPPROTO_UDP && first && l4 + sizeof(struct udphdr) <= total &&
-            l4 <= HEADERS_MAX) {
-            struct udphdr *udp = (void *)ip6 + l4;
-            if ((void *)(udp + 1) <= end) {
-                const __u16 dport = bpf_ntohs(udp->dest);
-                key |= HM_KEY_IS_UDP | dport;
-                __u8 *bth = (void *)(udp + 1);
-                if (dport == ROCE_V2_PORT && !fragment &&
-                    l4 + sizeof(struct udphdr) + BTH_LEN <= total && (void *)(bth + 1) <= end)
-                    key |= HM_KEY_HAS_BTH | (__u64)*bth << HM_KEY_OPCODE_SHIFT;
-            }
-        }
+        if (nh == IPPROTO_UDP && first && l4 + sizeof(struct udphdr) <= total && l4 <= HEADERS_MAX)
+            key = udp_key((void *)ip6 + l4, end, l4, total, fragment);
         goto classify;
     classify_no_l4:
         proto = nh;

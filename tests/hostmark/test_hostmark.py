@@ -14,11 +14,9 @@ import logging
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -28,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
 from scapy.all import IP, IPv6, UDP, TCP, Ether, Dot1Q, Raw, IPv6ExtHdrDestOpt, raw  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
 import pktlib  # noqa: E402
-from netns import Skip, Capture, sh, ns, mac_of, send_from  # noqa: E402
+from netns import Results, Skip, Capture, sh, ns, mac_of, send_from, require_root_and_netns  # noqa: E402
 
 HM = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "hostmark", "dscpgw-hostmark")
 # Built beside it by tests/meson.build: gives frames an offloaded VLAN tag (see the file).
@@ -283,18 +281,6 @@ def equivalence():
 
 # --- Live tests ---------------------------------------------------------------------------------
 
-def preconditions():
-    if os.geteuid() != 0:
-        raise Skip("needs root")
-    for tool in ("ip", "tc", "ethtool", "dumpcap"):
-        if shutil.which(tool) is None:
-            raise Skip(f"{tool} not installed")
-    probe = f"{TAG}probe"
-    if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode != 0:
-        raise Skip("cannot create network namespaces")
-    sh(f"ip netns del {probe}")
-
-
 def topology():
     sh(f"ip netns add {NS_A}")
     sh(f"ip netns add {NS_B}")
@@ -320,20 +306,8 @@ def teardown():
 
 
 def main():
-    results = {"passed": 0, "failed": 0, "skipped": 0}
-
-    def check(name, fn):
-        try:
-            fn()
-            print(f"PASS {name}")
-            results["passed"] += 1
-        except Skip as e:
-            print(f"SKIP {name}: {e}")
-            results["skipped"] += 1
-        except Exception as e:  # noqa: BLE001
-            print(f"FAIL {name}: {e}")
-            traceback.print_exc(limit=2)
-            results["failed"] += 1
+    results = Results("hostmark")
+    check = results.check
 
     check("config_errors_are_clear", config_checks)
     check("needs_root_and_an_existing_device", needs_root_and_device)
@@ -343,11 +317,9 @@ def main():
             "vlan_priority_in_frame_and_offloaded_tag", "reattach_updates_in_place_never_stacks",
             "counters_as_table_and_prometheus_text", "detach_removes_only_what_attach_added"]
     try:
-        preconditions()
+        require_root_and_netns(TAG, ("ip", "tc", "ethtool", "dumpcap"))
     except Skip as e:
-        for n in live:
-            print(f"SKIP {n}: {e}")
-        results["skipped"] += len(live)
+        results.skip(live, e)
         return finish(results)
 
     try:
@@ -355,9 +327,7 @@ def main():
         cfg_a = write("a.toml", CONFIG_A)
         rc, out = hm(["attach", "--dev", DEV_A, "--config", cfg_a])
         if rc != 0 and ("refused the program" in out or "no BPF" in out):
-            for n in live:
-                print(f"SKIP {n}: kernel without BPF tc support: {out.strip()}")
-            results["skipped"] += len(live)
+            results.skip(live, f"kernel without BPF tc support: {out.strip()}")
             return finish(results)
         eq(rc, 0, "attach: " + out)
         ok("clsact qdisc added" in out, "attach created the clsact qdisc: " + out)
@@ -641,9 +611,7 @@ def main():
 
         check(live[5], detach)
     except Exception as e:  # noqa: BLE001
-        print(f"FAIL hostmark setup: {e}")
-        traceback.print_exc(limit=3)
-        results["failed"] += 1
+        results.fail("hostmark setup", e)
     finally:
         teardown()
     return finish(results)
@@ -651,8 +619,7 @@ def main():
 
 def finish(results):
     shutil.rmtree(TMP, ignore_errors=True)
-    print(f"hostmark: {results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
-    return 1 if results["failed"] else 0
+    return results.finish()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import time
+import traceback
 
 logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 from scapy.all import Ether, raw, rdpcap, wrpcap  # noqa: E402
@@ -48,16 +49,55 @@ def mac_of(dev, netns=None):
     return out.strip()
 
 
-def preconditions(n):
+class Results:
+    """PASS/FAIL/SKIP lines per test and the suite's summary line, as scripts/test.sh reads them."""
+
+    def __init__(self, suite):
+        self.suite = suite
+        self.passed = self.failed = self.skipped = 0
+
+    def check(self, name, fn):
+        try:
+            fn()
+            print(f"PASS {name}")
+            self.passed += 1
+        except Skip as e:
+            print(f"SKIP {name}: {e}")
+            self.skipped += 1
+        except Exception as e:  # noqa: BLE001
+            print(f"FAIL {name}: {e}")
+            traceback.print_exc(limit=2)
+            self.failed += 1
+
+    def skip(self, names, why):
+        for n in names:
+            print(f"SKIP {n}: {why}")
+        self.skipped += len(names)
+
+    def fail(self, what, e):
+        print(f"FAIL {what}: {e}")
+        traceback.print_exc(limit=3)
+        self.failed += 1
+
+    def finish(self):
+        print(f"{self.suite}: {self.passed} passed, {self.failed} failed, {self.skipped} skipped")
+        return 1 if self.failed else 0
+
+
+def require_root_and_netns(tag, tools):
     if os.geteuid() != 0:
         raise Skip("needs root")
-    for tool in ("ip", "ethtool", "dumpcap", "ping"):
+    for tool in tools:
         if shutil.which(tool) is None:
             raise Skip(f"{tool} not installed")
-    probe = f"{n.tag}probe"
+    probe = f"{tag}probe"
     if subprocess.run(f"ip netns add {probe}", shell=True, capture_output=True).returncode != 0:
         raise Skip("cannot create network namespaces")
     sh(f"ip netns del {probe}")
+
+
+def preconditions(n):
+    require_root_and_netns(n.tag, ("ip", "ethtool", "dumpcap", "ping"))
     if subprocess.run(f"ip link add {n.tag}vt type vxlan id 1 dstport 4789 local 127.0.0.1", shell=True,
                       capture_output=True).returncode != 0:
         raise Skip("kernel has no VXLAN")

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
 from scapy.all import IP, ICMP, Ether, raw  # noqa: E402
 import pktlib  # noqa: E402
 sys.path.insert(0, HERE)
-from netns import Names, Skip, Capture, sh, ns, mac_of, preconditions, topology, teardown, send_from  # noqa: E402
+from netns import Names, Results, Skip, Capture, sh, ns, mac_of, preconditions, topology, teardown, send_from  # noqa: E402
 
 DSCPGW = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "dscpgw")
 N = Names(f"d{os.getpid() % 10000}")
@@ -97,17 +96,15 @@ def eq(a, b, what=""):
 
 
 def main():
-    results = {"passed": 0, "failed": 0, "skipped": 0}
+    results = Results("interop")
     names = ["idc_to_cloud_marked_and_inherited", "cloud_to_idc_rfc6040", "kernel_pings_vtep",
              "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "gateway_stops_cleanly",
              "routed_lan_gateway_as_next_hop", "tap_offloads_outer_ipv6_udp_checksum"]
     try:
         preconditions(N)
     except Skip as e:
-        for n in names:
-            print(f"SKIP {n}: {e}")
-        print(f"interop: 0 passed, 0 failed, {len(names)} skipped")
-        return 0
+        results.skip(names, e)
+        return results.finish()
     gw = None
     try:
         vx_mac, vi_mac = topology(N)
@@ -125,15 +122,7 @@ def main():
         # The kernel resolves our VTEP by ARP before its first VXLAN packet.
         ns(NS_CLOUD, "ping -c 1 -W 2 198.18.0.1", check=False)
 
-        def check(name, fn):
-            try:
-                fn()
-                print(f"PASS {name}")
-                results["passed"] += 1
-            except Exception as e:  # noqa: BLE001
-                print(f"FAIL {name}: {e}")
-                traceback.print_exc(limit=2)
-                results["failed"] += 1
+        check = results.check
 
         def idc_to_cloud():
             wire = Capture(TMP, "wire-out", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.1")
@@ -354,16 +343,13 @@ dscp = 26
 
         check("tap_offloads_outer_ipv6_udp_checksum", tap_offload)
     except Exception as e:  # noqa: BLE001
-        print(f"FAIL interop setup: {e}")
-        traceback.print_exc(limit=3)
-        results["failed"] += 1
+        results.fail("interop setup", e)
     finally:
         if gw is not None and gw.poll() is None:
             gw.kill()
         teardown(N)
         shutil.rmtree(TMP, ignore_errors=True)
-    print(f"interop: {results['passed']} passed, {results['failed']} failed, {results['skipped']} skipped")
-    return 1 if results["failed"] else 0
+    return results.finish()
 
 
 if __name__ == "__main__":
