@@ -44,10 +44,16 @@ std::string g_libbpf_log;  // libbpf's messages, shown only when loading fails.
 
 int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
     if (level == LIBBPF_DEBUG) return 0;
-    char buf[1024];
-    const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
-    g_libbpf_log += buf;
-    if (g_libbpf_log.size() > 16384) g_libbpf_log.erase(0, g_libbpf_log.size() - 16384);
+    va_list copy;
+    va_copy(copy, ap);
+    const int n = std::vsnprintf(nullptr, 0, fmt, copy);  // A verifier log is one long message.
+    va_end(copy);
+    if (n <= 0) return n;
+    std::string msg(static_cast<size_t>(n) + 1, '\0');
+    std::vsnprintf(msg.data(), msg.size(), fmt, ap);
+    msg.pop_back();
+    g_libbpf_log += msg;
+    if (g_libbpf_log.size() > 65536) g_libbpf_log.erase(0, g_libbpf_log.size() - 65536);
     return n;
 }
 
@@ -142,11 +148,12 @@ std::optional<Maps> find_attached(int ifindex, std::string& err) {
         return std::nullopt;
     }
     if (std::strncmp(info.name, kProgName, sizeof info.name) != 0) {
-        err = "the tc egress filter at handle 0x" + [] {
-            char b[16];
-            std::snprintf(b, sizeof b, "%x", kHandle);
-            return std::string(b);
-        }() + " is not dscpgw-hostmark's (program \"" + info.name + "\"); refusing to touch it";
+        char b[160];
+        std::snprintf(b, sizeof b,
+                      "the tc egress filter at handle 0x%x is not dscpgw-hostmark's (program "
+                      "\"%.16s\"); refusing to touch it",
+                      kHandle, info.name);
+        err = b;
         return std::nullopt;
     }
     bpf_map_info rules_info{};
@@ -266,6 +273,11 @@ int load_and_attach(const std::string& dev, int ifindex, const hm_ruleset& rs,
     if (skel == nullptr) {
         const int e = errno;
         std::fputs(g_libbpf_log.c_str(), stderr);
+        // As root, EACCES/EINVAL with a verifier log means the verifier refused the program.
+        if (geteuid() == 0 && (e == EACCES || e == EINVAL) &&
+            g_libbpf_log.find("BEGIN PROG LOAD LOG") != std::string::npos)
+            return fail("cannot load the BPF program: the kernel's verifier rejected it (see its "
+                        "log above; this is a dscpgw-hostmark bug or a kernel too old for it)");
         return fail("cannot load the BPF program: %s", load_error(e).c_str());
     }
     struct Guard {
@@ -273,6 +285,9 @@ int load_and_attach(const std::string& dev, int ifindex, const hm_ruleset& rs,
         ~Guard() { hostmark_bpf__destroy(s); }
     } guard{skel};
 
+    const uint32_t zero = 0;
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.hm_rules), &zero, &rs, BPF_ANY) != 0)
+        return fail("cannot initialise the program's rule map: %s", std::strerror(errno));
     bpf_tc_hook hook = egress_hook(ifindex);
     bool created = created_before.value_or(false);
     if (!created_before) {
@@ -281,26 +296,29 @@ int load_and_attach(const std::string& dev, int ifindex, const hm_ruleset& rs,
             return fail("%s: cannot add the clsact qdisc: %s", dev.c_str(), load_error(-rc).c_str());
         created = rc == 0;
     }
-    const uint32_t zero = 0;
-    hm_state st{};
-    st.abi = HM_ABI_VERSION;
-    st.active = 0;
-    st.created_clsact = created ? 1 : 0;
-    st.generation = 1;
-    if (bpf_map_update_elem(bpf_map__fd(skel->maps.hm_rules), &zero, &rs, BPF_ANY) != 0 ||
-        bpf_map_update_elem(bpf_map__fd(skel->maps.hm_state), &zero, &st, BPF_ANY) != 0)
-        return fail("cannot initialise the program's maps: %s", std::strerror(errno));
-
-    bpf_tc_opts opts = our_filter();
-    opts.prog_fd = bpf_program__fd(skel->progs.hostmark_egress);
-    opts.flags = BPF_TC_F_REPLACE;
-    const int rc = bpf_tc_attach(&hook, &opts);
-    if (rc != 0) {
+    // On failure, a qdisc this call added goes again.
+    const auto undo = [&] {
         if (created && !created_before) {
             bpf_tc_hook h = hook;
             h.attach_point = static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS);
             bpf_tc_hook_destroy(&h);
         }
+    };
+    hm_state st{};
+    st.abi = HM_ABI_VERSION;
+    st.active = 0;
+    st.created_clsact = created ? 1 : 0;
+    st.generation = 1;
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.hm_state), &zero, &st, BPF_ANY) != 0) {
+        const int e = errno;
+        undo();
+        return fail("cannot initialise the program's state map: %s", std::strerror(e));
+    }
+    bpf_tc_opts opts = our_filter();
+    opts.prog_fd = bpf_program__fd(skel->progs.hostmark_egress);
+    opts.flags = BPF_TC_F_REPLACE;
+    if (const int rc = bpf_tc_attach(&hook, &opts); rc != 0) {
+        undo();
         return fail("%s: cannot attach to the tc egress hook: %s", dev.c_str(),
                     load_error(-rc).c_str());
     }
