@@ -11,6 +11,8 @@ packages=(
   libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-scapy tshark
+  # promtool, Prometheus' own checker of the exposition format.
+  prometheus
   # dpdk-testpmd, the forwarding floor the throughput benchmark compares against.
   dpdk-dev
   # Live tests and the demo: namespaces, veth, the kernel's VXLAN as a peer.
