@@ -281,11 +281,17 @@ inline bool is_ipv4_arp(const uint8_t* a, size_t len) {
 inline constexpr uint8_t kProtoIcmp = 1;
 inline constexpr uint8_t kProtoIcmp6 = 58;
 
-// Rewrites the TOS byte of an IPv4 header and patches its checksum incrementally.
+// Rewrites the TOS byte of an IPv4 header and patches its checksum incrementally. The one's-
+// complement sum does not depend on byte order, so the words are taken as they lie in memory.
 inline void set_ipv4_tos(uint8_t* ip4, uint8_t tos) {
-    const uint16_t old_word = load16(ip4);
-    const uint16_t new_word = static_cast<uint16_t>((old_word & 0xff00) | tos);
-    store16(ip4 + kIpv4CsumOff, csum_update16(load16(ip4 + kIpv4CsumOff), old_word, new_word));
+    uint16_t old_word, csum;
+    std::memcpy(&old_word, ip4, 2);
+    std::memcpy(&csum, ip4 + kIpv4CsumOff, 2);
+    uint8_t bytes[2] = {ip4[0], tos};
+    uint16_t new_word;
+    std::memcpy(&new_word, bytes, 2);
+    csum = csum_update16(csum, old_word, new_word);
+    std::memcpy(ip4 + kIpv4CsumOff, &csum, 2);
     ip4[kIpv4TosOff] = tos;
 }
 
