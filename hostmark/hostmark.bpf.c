@@ -21,8 +21,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define ROCE_V2_PORT 4791
 #define BTH_LEN 12
-#define HEADERS_MAX 128 /* What the parser may need to read: tags, IPv6 + extensions, UDP, BTH. */
-#define IPV6_EXT_MAX 4
+#define HEADERS_MAX 256 /* What the parser may need to read: tags, IPv6 + extensions, UDP, BTH. */
+#define IPV6_EXT_MAX 8 /* As the gateway's parser */
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);

@@ -209,6 +209,12 @@ dscp = 0
 """
 
 
+def chain(ip6, n):
+    for _ in range(n):
+        ip6 = ip6 / IPv6ExtHdrDestOpt()
+    return ip6
+
+
 def corpus(path):
     """Frames across the cases the classifier distinguishes, then deterministic mutations of them."""
     import random
@@ -228,7 +234,10 @@ def corpus(path):
                     heads += [IPv6(src=A6, dst=B6, tc=tos) / IPv6ExtHdrHopByHop(),
                               IPv6(src=A6, dst=B6, tc=tos) / IPv6ExtHdrDestOpt() / IPv6ExtHdrRouting(),
                               IPv6(src=A6, dst=B6, tc=tos) / IPv6ExtHdrFragment(m=1, offset=0),
-                              IPv6(src=A6, dst=B6, tc=tos) / IPv6ExtHdrFragment(offset=10)]
+                              IPv6(src=A6, dst=B6, tc=tos) / IPv6ExtHdrFragment(offset=10),
+                              # The longest chain both parsers walk, and one too long for both.
+                              IPv6(src=A6, dst=B6, tc=tos) / IPv6ExtHdrDestOpt(),
+                              chain(IPv6(src=A6, dst=B6, tc=tos), 8), chain(IPv6(src=A6, dst=B6, tc=tos), 9)]
                 else:
                     heads += [IP(src=A4, dst=B4, tos=tos, options=[b"\x01\x01\x01\x00"] * 3),
                               IP(src=A4, dst=B4, tos=tos, flags="MF"),
