@@ -16,6 +16,8 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <net/if_arp.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -582,7 +584,13 @@ int main(int argc, char** argv) {
         return fail("%s needs root (CAP_BPF/CAP_SYS_ADMIN and CAP_NET_ADMIN to load and attach "
                     "BPF programs)",
                     a->cmd.c_str());
-    if (a->cmd == "attach") return cmd_attach(*a);
-    if (a->cmd == "detach") return cmd_detach(*a);
-    return cmd_status(*a);
+    if (a->cmd == "status") return cmd_status(*a);
+    // attach and detach read, then write the program's state: one at a time on this host (two at
+    // once could write the same half of the rule map, or both create the qdisc).
+    const char* lock_path = access("/run/lock", W_OK) == 0 ? "/run/lock/dscpgw-hostmark.lock"
+                                                            : "/tmp/dscpgw-hostmark.lock";
+    Fd lock(open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (lock.get() < 0 || flock(lock.get(), LOCK_EX) != 0)
+        return fail("cannot lock %s: %s", lock_path, std::strerror(errno));
+    return a->cmd == "attach" ? cmd_attach(*a) : cmd_detach(*a);
 }

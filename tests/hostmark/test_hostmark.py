@@ -540,6 +540,20 @@ def main():
                 eq(counter(m, "dscpgw_hostmark_class_packets_total", "cnp-only"), 1, "fresh counter")
                 ok(all(k[0] != "dscpgw_hostmark_class_packets_total" or ("class", "roce-data") not in k[1]
                        for k in m), "old classes no longer reported")
+                # Concurrent attaches are serialised: none is lost, none stacks.
+                gen = m[("dscpgw_hostmark_rules_generation", frozenset({("device", DEV_A)}))]
+                cfgs = [write("b.toml", CONFIG_B), write("c.toml", CONFIG_C)]
+                procs = [subprocess.Popen(["ip", "netns", "exec", NS_A, HM, "attach", "--dev", DEV_A,
+                                           "--config", cfgs[i % 2]], stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True) for i in range(8)]
+                for p in procs:
+                    out, _ = p.communicate(timeout=60)
+                    eq(p.returncode, 0, "concurrent attach: " + out)
+                m = prometheus(hm(["status", "--dev", DEV_A, "--prometheus"])[1])
+                eq(m[("dscpgw_hostmark_rules_generation", frozenset({("device", DEV_A)}))], gen + 8,
+                   "rule generations after 8 concurrent attaches")
+                filters = ns(NS_A, f"tc filter show dev {DEV_A} egress")
+                eq(len(re.findall(r"handle 0xd5c9", filters)), 1, "one filter after concurrent attaches")
             finally:
                 # Back to config A for the remaining tests, whatever happened above.
                 eq(hm(["attach", "--dev", DEV_A, "--config", cfg_a])[0], 0, "attach A again")
