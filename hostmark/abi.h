@@ -39,11 +39,11 @@ struct hm_ruleset {
 };
 
 struct hm_state {
-    __u32 abi;             /* HM_ABI_VERSION of the loader that attached the program */
-    __u32 active;          /* Index of the ruleset in use: 0 or 1 */
-    __u32 created_clsact;  /* 1: attach created the clsact qdisc, so detach may remove it */
+    __u32 abi;            /* HM_ABI_VERSION of the loader that attached the program */
+    __u32 active;         /* Index of the ruleset in use: 0 or 1 */
+    __u32 created_clsact; /* 1: attach created the clsact qdisc, so detach may remove it */
     __u32 pad;
-    __u64 generation;      /* Incremented by every attach that writes rules */
+    __u64 generation; /* Incremented by every attach that writes rules */
 };
 
 /* Per-CPU counters, indexed by class; then the packets no class took and those not parsed as IP. */

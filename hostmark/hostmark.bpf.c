@@ -12,6 +12,8 @@
 #include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/udp.h>
+
+/* After the kernel's types, which they use. */
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
@@ -22,7 +24,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ROCE_V2_PORT 4791
 #define BTH_LEN 12
 #define HEADERS_MAX 256 /* What the parser may need to read: tags, IPv6 + extensions, UDP, BTH. */
-#define IPV6_EXT_MAX 8 /* As the gateway's parser */
+#define IPV6_EXT_MAX 8  /* As the gateway's parser */
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -51,7 +53,7 @@ struct vlan_hdr {
 };
 
 static __always_inline void count(__u32 idx, __u32 len, int dscp_rewritten, int pcp_set) {
-    struct hm_counter *c = bpf_map_lookup_elem(&hm_counters, &idx);
+    struct hm_counter* c = bpf_map_lookup_elem(&hm_counters, &idx);
     if (!c) return;
     c->packets++;
     c->bytes += len;
@@ -62,14 +64,14 @@ static __always_inline void count(__u32 idx, __u32 len, int dscp_rewritten, int 
 /* The UDP part of a class key: the destination port, and for RoCEv2 the BTH opcode when the
  * datagram holds a whole BTH (never in a fragment). `l4` is the UDP header's offset in the IP
  * packet and `total` the IP packet's length per its header. */
-static __always_inline __u64 udp_key(struct udphdr *udp, void *end, __u32 l4, __u32 total,
+static __always_inline __u64 udp_key(struct udphdr* udp, void* end, __u32 l4, __u32 total,
                                      int fragment) {
-    if ((void *)(udp + 1) > end) return 0;
+    if ((void*)(udp + 1) > end) return 0;
     const __u16 dport = bpf_ntohs(udp->dest);
     __u64 key = HM_KEY_IS_UDP | dport;
-    __u8 *bth = (void *)(udp + 1);
+    __u8* bth = (void*)(udp + 1);
     if (dport == ROCE_V2_PORT && !fragment && l4 + sizeof(*udp) + BTH_LEN <= total &&
-        (void *)(bth + 1) <= end)
+        (void*)(bth + 1) <= end)
         key |= HM_KEY_HAS_BTH | (__u64)*bth << HM_KEY_OPCODE_SHIFT;
     return key;
 }
@@ -79,31 +81,31 @@ static __always_inline int is_ipv6_ext(__u8 nh) {
 }
 
 SEC("tc")
-int hostmark_egress(struct __sk_buff *skb) {
+int hostmark_egress(struct __sk_buff* skb) {
     __u32 zero = 0;
-    struct hm_state *st = bpf_map_lookup_elem(&hm_state, &zero);
+    struct hm_state* st = bpf_map_lookup_elem(&hm_state, &zero);
     if (!st) return TC_ACT_UNSPEC;
     __u32 slot = st->active & 1;
-    struct hm_ruleset *rs = bpf_map_lookup_elem(&hm_rules, &slot);
+    struct hm_ruleset* rs = bpf_map_lookup_elem(&hm_rules, &slot);
     if (!rs) return TC_ACT_UNSPEC;
     const __u32 pkt_len = skb->len;
 
     /* On egress the headers are normally linear already; pull them in when they are not. */
     __u32 want = pkt_len < HEADERS_MAX ? pkt_len : HEADERS_MAX;
     if ((long)skb->data + want > (long)skb->data_end) bpf_skb_pull_data(skb, want);
-    void *data = (void *)(long)skb->data;
-    void *end = (void *)(long)skb->data_end;
+    void* data = (void*)(long)skb->data;
+    void* end = (void*)(long)skb->data_end;
 
-    struct ethhdr *eth = data;
-    if ((void *)(eth + 1) > end) goto not_ip;
+    struct ethhdr* eth = data;
+    if ((void*)(eth + 1) > end) goto not_ip;
     __u32 off = sizeof(*eth);
     __be16 ethertype = eth->h_proto;
     __u32 tag_off = 0; /* The outermost in-frame VLAN tag, 0: none */
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         if (ethertype != bpf_htons(ETH_P_8021Q) && ethertype != bpf_htons(ETH_P_8021AD)) break;
-        struct vlan_hdr *vh = data + off;
-        if ((void *)(vh + 1) > end) goto not_ip;
+        struct vlan_hdr* vh = data + off;
+        if ((void*)(vh + 1) > end) goto not_ip;
         if (!tag_off) tag_off = off;
         ethertype = vh->proto;
         off += sizeof(*vh);
@@ -113,8 +115,8 @@ int hostmark_egress(struct __sk_buff *skb) {
     __u64 key = 0;
     int v4;
     if (ethertype == bpf_htons(ETH_P_IP)) {
-        struct iphdr *ip = data + off;
-        if ((void *)(ip + 1) > end || ip->version != 4 || ip->ihl < 5) goto not_ip;
+        struct iphdr* ip = data + off;
+        if ((void*)(ip + 1) > end || ip->version != 4 || ip->ihl < 5) goto not_ip;
         v4 = 1;
         tos = ip->tos;
         proto = ip->protocol;
@@ -123,10 +125,10 @@ int hostmark_egress(struct __sk_buff *skb) {
         const __u16 frag = bpf_ntohs(ip->frag_off);
         const int fragment = (frag & 0x3fff) != 0; /* MF or an offset */
         if (proto == IPPROTO_UDP && (frag & 0x1fff) == 0 && ihl + sizeof(struct udphdr) <= total)
-            key = udp_key((void *)ip + ihl, end, ihl, total, fragment);
+            key = udp_key((void*)ip + ihl, end, ihl, total, fragment);
     } else if (ethertype == bpf_htons(ETH_P_IPV6)) {
-        struct ipv6hdr *ip6 = data + off;
-        if ((void *)(ip6 + 1) > end || ip6->version != 6) goto not_ip;
+        struct ipv6hdr* ip6 = data + off;
+        if ((void*)(ip6 + 1) > end || ip6->version != 6) goto not_ip;
         v4 = 0;
         tos = (__u8)(ip6->priority << 4 | ip6->flow_lbl[0] >> 4);
         const __u32 total = sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
@@ -136,11 +138,11 @@ int hostmark_egress(struct __sk_buff *skb) {
 #pragma unroll
         for (int i = 0; i < IPV6_EXT_MAX; i++) {
             if (!is_ipv6_ext(nh)) break;
-            __u8 *ext = (void *)ip6 + l4;
-            if ((void *)(ext + 8) > end) goto classify_no_l4;
+            __u8* ext = (void*)ip6 + l4;
+            if ((void*)(ext + 8) > end) goto classify_no_l4;
             if (nh == 44) {
                 fragment = 1;
-                first = (bpf_ntohs(*(__be16 *)(ext + 2)) & 0xfff8) == 0;
+                first = (bpf_ntohs(*(__be16*)(ext + 2)) & 0xfff8) == 0;
                 nh = ext[0];
                 l4 += 8;
                 if (!first) break;
@@ -152,7 +154,7 @@ int hostmark_egress(struct __sk_buff *skb) {
         }
         proto = nh;
         if (nh == IPPROTO_UDP && first && l4 + sizeof(struct udphdr) <= total && l4 <= HEADERS_MAX)
-            key = udp_key((void *)ip6 + l4, end, l4, total, fragment);
+            key = udp_key((void*)ip6 + l4, end, l4, total, fragment);
         goto classify;
     classify_no_l4:
         proto = nh;
@@ -168,7 +170,7 @@ classify:;
     int cls = -1;
     for (__u32 i = 0; i < HM_MAX_CLASSES; i++) {
         if (i >= n) break;
-        const struct hm_rule *r = &rs->rules[i];
+        const struct hm_rule* r = &rs->rules[i];
         if (((key ^ r->key) & r->mask) == 0 && ((r->dscp_mask >> dscp) & 1)) {
             cls = (int)i;
             break;
@@ -178,7 +180,7 @@ classify:;
         count(HM_CTR_NO_CLASS, pkt_len, 0, 0);
         return TC_ACT_UNSPEC;
     }
-    const struct hm_rule *r = &rs->rules[cls & (HM_MAX_CLASSES - 1)];
+    const struct hm_rule* r = &rs->rules[cls & (HM_MAX_CLASSES - 1)];
     const __s8 set_dscp = r->set_dscp, pcp = r->pcp;
 
     int rewritten = 0, pcp_set = 0;
@@ -186,16 +188,16 @@ classify:;
     if (new_tos != tos) {
         rewritten = 1;
         if (v4) {
-            struct iphdr *ip = data + off;
-            if ((void *)(ip + 1) > end) goto done;
-            const __be16 old_word = *(__be16 *)ip;
+            struct iphdr* ip = data + off;
+            if ((void*)(ip + 1) > end) goto done;
+            const __be16 old_word = *(__be16*)ip;
             ip->tos = new_tos;
-            const __be16 new_word = *(__be16 *)ip;
+            const __be16 new_word = *(__be16*)ip;
             /* Invalidates the packet pointers: nothing below reads the packet directly. */
             bpf_l3_csum_replace(skb, off + offsetof(struct iphdr, check), old_word, new_word, 2);
         } else {
-            struct ipv6hdr *ip6 = data + off;
-            if ((void *)(ip6 + 1) > end) goto done;
+            struct ipv6hdr* ip6 = data + off;
+            if ((void*)(ip6 + 1) > end) goto done;
             ip6->priority = new_tos >> 4;
             ip6->flow_lbl[0] = (__u8)((new_tos & 0xf) << 4 | (ip6->flow_lbl[0] & 0xf));
         }
@@ -203,11 +205,11 @@ classify:;
     if (pcp >= 0) {
         if (tag_off) {
             /* The tag is in the frame: rewrite its priority bits. */
-            data = (void *)(long)skb->data;
-            end = (void *)(long)skb->data_end;
+            data = (void*)(long)skb->data;
+            end = (void*)(long)skb->data_end;
             if (tag_off > 64) goto done;
-            struct vlan_hdr *vh = data + tag_off;
-            if ((void *)(vh + 1) > end) goto done;
+            struct vlan_hdr* vh = data + tag_off;
+            if ((void*)(vh + 1) > end) goto done;
             const __u16 tci = bpf_ntohs(vh->tci);
             const __u16 new_tci = (__u16)((tci & 0x1fff) | (__u16)pcp << 13);
             if (new_tci != tci) {

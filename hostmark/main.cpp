@@ -12,11 +12,11 @@
 // the program and the program its maps; status and detach find them through the filter.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/pkt_cls.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <net/if_arp.h>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -182,8 +182,7 @@ std::optional<Maps> find_attached(int ifindex, std::string& err) {
     hm_state st{};
     const uint32_t zero = 0;
     m.compatible = rules_info.value_size == sizeof(hm_ruleset) &&
-                   bpf_map_lookup_elem(m.state.get(), &zero, &st) == 0 &&
-                   st.abi == HM_ABI_VERSION;
+                   bpf_map_lookup_elem(m.state.get(), &zero, &st) == 0 && st.abi == HM_ABI_VERSION;
     return m;
 }
 
@@ -229,8 +228,9 @@ bool same_classes(const hm_ruleset& a, const hm_ruleset& b) {
 // Writes `rs` into the inactive slot of a running program and makes it the active one.
 int update_in_place(const std::string& dev, const Maps& m, const hm_ruleset& rs) {
     hm_state st{};
-    if (!read_state(m, st)) return fail("%s: cannot read the program's state map: %s", dev.c_str(),
-                                        std::strerror(errno));
+    if (!read_state(m, st))
+        return fail("%s: cannot read the program's state map: %s", dev.c_str(),
+                    std::strerror(errno));
     const uint32_t cur = st.active & 1, next = cur ^ 1;
     hm_ruleset old{};
     const bool have_old = bpf_map_lookup_elem(m.rules.get(), &cur, &old) == 0;
@@ -245,10 +245,11 @@ int update_in_place(const std::string& dev, const Maps& m, const hm_ruleset& rs)
     const bool reset = !have_old || !same_classes(old, rs);
     if (reset && !zero_counters(m.counters.get()))
         return fail("%s: cannot reset the counters: %s", dev.c_str(), std::strerror(errno));
-    std::printf("dscpgw-hostmark: %s: rules updated in place (prog id %u, generation %llu, %u "
-                "classes, counters %s)\n",
-                dev.c_str(), m.prog_id, static_cast<unsigned long long>(st.generation), rs.n,
-                reset ? "reset: the class list changed" : "kept");
+    std::printf(
+        "dscpgw-hostmark: %s: rules updated in place (prog id %u, generation %llu, %u "
+        "classes, counters %s)\n",
+        dev.c_str(), m.prog_id, static_cast<unsigned long long>(st.generation), rs.n,
+        reset ? "reset: the class list changed" : "kept");
     return 0;
 }
 
@@ -278,8 +279,9 @@ int load_and_attach(const std::string& dev, int ifindex, const hm_ruleset& rs,
         // As root, EACCES/EINVAL with a verifier log means the verifier refused the program.
         if (geteuid() == 0 && (e == EACCES || e == EINVAL) &&
             g_libbpf_log.find("BEGIN PROG LOAD LOG") != std::string::npos)
-            return fail("cannot load the BPF program: the kernel's verifier rejected it (see its "
-                        "log above; this is a dscpgw-hostmark bug or a kernel too old for it)");
+            return fail(
+                "cannot load the BPF program: the kernel's verifier rejected it (see its "
+                "log above; this is a dscpgw-hostmark bug or a kernel too old for it)");
         return fail("cannot load the BPF program: %s", load_error(e).c_str());
     }
     struct Guard {
@@ -295,7 +297,8 @@ int load_and_attach(const std::string& dev, int ifindex, const hm_ruleset& rs,
     if (!created_before) {
         const int rc = bpf_tc_hook_create(&hook);
         if (rc != 0 && rc != -EEXIST)
-            return fail("%s: cannot add the clsact qdisc: %s", dev.c_str(), load_error(-rc).c_str());
+            return fail("%s: cannot add the clsact qdisc: %s", dev.c_str(),
+                        load_error(-rc).c_str());
         created = rc == 0;
     }
     // On failure, a qdisc this call added goes again.
@@ -324,10 +327,10 @@ int load_and_attach(const std::string& dev, int ifindex, const hm_ruleset& rs,
         return fail("%s: cannot attach to the tc egress hook: %s", dev.c_str(),
                     load_error(-rc).c_str());
     }
-    std::printf("dscpgw-hostmark: %s: attached to tc clsact egress (handle 0x%x, priority %u, "
-                "prog id %u, %u classes%s)\n",
-                dev.c_str(), kHandle, kPriority, opts.prog_id, rs.n,
-                created ? ", clsact qdisc added" : "");
+    std::printf(
+        "dscpgw-hostmark: %s: attached to tc clsact egress (handle 0x%x, priority %u, "
+        "prog id %u, %u classes%s)\n",
+        dev.c_str(), kHandle, kPriority, opts.prog_id, rs.n, created ? ", clsact qdisc added" : "");
     return 0;
 }
 
@@ -451,9 +454,10 @@ int device_index(const std::string& dev) {
     std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", dev.c_str());
     if (s.get() >= 0 && ioctl(s.get(), SIOCGIFHWADDR, &ifr) == 0 &&
         ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER && ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK) {
-        fail("interface %s is not an Ethernet device (ARPHRD type %u); dscpgw-hostmark marks "
-             "Ethernet frames",
-             dev.c_str(), ifr.ifr_hwaddr.sa_family);
+        fail(
+            "interface %s is not an Ethernet device (ARPHRD type %u); dscpgw-hostmark marks "
+            "Ethernet frames",
+            dev.c_str(), ifr.ifr_hwaddr.sa_family);
         return 0;
     }
     return static_cast<int>(idx);
@@ -478,12 +482,14 @@ int cmd_attach(const Args& a) {
     if (!err.empty()) return fail("%s: %s", a.dev.c_str(), err.c_str());
     if (m && m->compatible) return update_in_place(a.dev, *m, rs);
     std::optional<bool> created;
-    if (m) {  // Attached by another version of this tool: replace the program, keep the qdisc's story.
+    if (m) {  // Attached by another version of this tool: replace the program, keep the qdisc's
+              // story.
         hm_state st{};
         created = read_state(*m, st) && st.created_clsact != 0;
-        std::printf("dscpgw-hostmark: %s: replacing an attached program of another version "
-                    "(counters restart)\n",
-                    a.dev.c_str());
+        std::printf(
+            "dscpgw-hostmark: %s: replacing an attached program of another version "
+            "(counters restart)\n",
+            a.dev.c_str());
     }
     return load_and_attach(a.dev, ifindex, rs, created);
 }
@@ -534,9 +540,10 @@ int cmd_status(const Args& a) {
     Counters c{};
     if (m) {
         if (!m->compatible)
-            return fail("%s: attached by another version of dscpgw-hostmark; its maps cannot be "
-                        "read by this one",
-                        a.dev.c_str());
+            return fail(
+                "%s: attached by another version of dscpgw-hostmark; its maps cannot be "
+                "read by this one",
+                a.dev.c_str());
         hm_state st{};
         if (!read_state(*m, st)) return fail("%s: cannot read state", a.dev.c_str());
         const uint32_t slot = st.active & 1;
@@ -581,14 +588,15 @@ int main(int argc, char** argv) {
     if (!a) return usage();
     if (a->cmd == "check") return cmd_check(*a);
     if (geteuid() != 0)
-        return fail("%s needs root (CAP_BPF/CAP_SYS_ADMIN and CAP_NET_ADMIN to load and attach "
-                    "BPF programs)",
-                    a->cmd.c_str());
+        return fail(
+            "%s needs root (CAP_BPF/CAP_SYS_ADMIN and CAP_NET_ADMIN to load and attach "
+            "BPF programs)",
+            a->cmd.c_str());
     if (a->cmd == "status") return cmd_status(*a);
     // attach and detach read, then write the program's state: one at a time on this host (two at
     // once could write the same half of the rule map, or both create the qdisc).
     const char* lock_path = access("/run/lock", W_OK) == 0 ? "/run/lock/dscpgw-hostmark.lock"
-                                                            : "/tmp/dscpgw-hostmark.lock";
+                                                           : "/tmp/dscpgw-hostmark.lock";
     Fd lock(open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (lock.get() < 0 || flock(lock.get(), LOCK_EX) != 0)
         return fail("cannot lock %s: %s", lock_path, std::strerror(errno));

@@ -1,10 +1,10 @@
 #include "hostmark/rules.h"
 
-#include "config/config.h"
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+
+#include "config/config.h"
 
 namespace dscpgw::hostmark {
 
@@ -73,7 +73,9 @@ std::string describe_rule(const hm_rule& r) {
 
 namespace {
 
-std::string name_of(const hm_rule& r) { return std::string(r.name, strnlen(r.name, sizeof r.name)); }
+std::string name_of(const hm_rule& r) {
+    return std::string(r.name, strnlen(r.name, sizeof r.name));
+}
 
 // Label values escape backslash, double quote and newline (exposition format 0.0.4).
 std::string label(const std::string& v) {
@@ -102,13 +104,12 @@ std::string status_table(const Attachment& a, const hm_ruleset& rs, const Counte
                   a.prog_id, a.generation,
                   a.created_clsact ? ", clsact qdisc added by dscpgw-hostmark" : "");
     out += line;
-    std::snprintf(line, sizeof line, "  %-20s %-36s %12s %14s %10s %8s\n", "class", "match -> action",
-                  "packets", "bytes", "dscp_rewr", "pcp_set");
+    std::snprintf(line, sizeof line, "  %-20s %-36s %12s %14s %10s %8s\n", "class",
+                  "match -> action", "packets", "bytes", "dscp_rewr", "pcp_set");
     out += line;
     const auto row = [&](const std::string& name, const std::string& what, const hm_counter& k) {
-        std::snprintf(line, sizeof line,
-                      "  %-20s %-36s %12llu %14llu %10llu %8llu\n", name.c_str(), what.c_str(),
-                      k.packets, k.bytes, k.dscp_rewritten, k.pcp_set);
+        std::snprintf(line, sizeof line, "  %-20s %-36s %12llu %14llu %10llu %8llu\n", name.c_str(),
+                      what.c_str(), k.packets, k.bytes, k.dscp_rewritten, k.pcp_set);
         out += line;
     };
     for (uint32_t i = 0; i < rs.n && i < HM_MAX_CLASSES; ++i)
@@ -121,13 +122,15 @@ std::string status_table(const Attachment& a, const hm_ruleset& rs, const Counte
 std::string prometheus_text(const Attachment& a, const hm_ruleset& rs, const Counters& c) {
     const std::string dev = "device=\"" + label(a.device) + "\"";
     std::string out;
-    out += "# HELP dscpgw_hostmark_attached Whether the dscpgw-hostmark tc egress classifier is "
-           "attached to the device.\n";
+    out +=
+        "# HELP dscpgw_hostmark_attached Whether the dscpgw-hostmark tc egress classifier is "
+        "attached to the device.\n";
     out += "# TYPE dscpgw_hostmark_attached gauge\n";
     out += "dscpgw_hostmark_attached{" + dev + "} " + (a.attached ? "1" : "0") + "\n";
     if (!a.attached) return out;
-    out += "# HELP dscpgw_hostmark_rules_generation Rule sets written since the program was "
-           "loaded.\n";
+    out +=
+        "# HELP dscpgw_hostmark_rules_generation Rule sets written since the program was "
+        "loaded.\n";
     out += "# TYPE dscpgw_hostmark_rules_generation gauge\n";
     out += "dscpgw_hostmark_rules_generation{" + dev + "} " + std::to_string(a.generation) + "\n";
     struct Metric {
@@ -151,9 +154,10 @@ std::string prometheus_text(const Attachment& a, const hm_ruleset& rs, const Cou
             out += std::string(m.name) + "{" + dev + ",class=\"" + label(name_of(rs.rules[i])) +
                    "\"} " + std::to_string(c[i].*m.field) + "\n";
     }
-    out += "# HELP dscpgw_hostmark_unclassified_packets_total Egress packets left untouched: IP "
-           "packets no class matched (reason=\"no_class\"), frames not IPv4/IPv6 "
-           "(reason=\"not_ip\").\n";
+    out +=
+        "# HELP dscpgw_hostmark_unclassified_packets_total Egress packets left untouched: IP "
+        "packets no class matched (reason=\"no_class\"), frames not IPv4/IPv6 "
+        "(reason=\"not_ip\").\n";
     out += "# TYPE dscpgw_hostmark_unclassified_packets_total counter\n";
     out += "dscpgw_hostmark_unclassified_packets_total{" + dev + ",reason=\"no_class\"} " +
            std::to_string(c[HM_CTR_NO_CLASS].packets) + "\n";

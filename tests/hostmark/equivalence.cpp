@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
-#include <cstring>
 #include <vector>
 
 #include "config/config.h"
@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
     }
     unsigned frames = 0, classified = 0, rewritten = 0, malformed = 0, mismatches = 0;
     std::vector<uint8_t> out(16384);
-    std::vector<std::pair<int, const std::vector<uint8_t>*>> timed;  // (class * 8 + IP version, frame)
+    std::vector<std::pair<int, const std::vector<uint8_t>*>>
+        timed;  // (class * 8 + IP version, frame)
     for (const std::vector<uint8_t>& in : capture) {
         ++frames;
         if (in.size() < 14) continue;  // BPF_PROG_TEST_RUN wants at least an Ethernet header.
@@ -142,8 +143,10 @@ int main(int argc, char** argv) {
             for (size_t i = 0; diff < 100 && i < got.size(); ++i) diff += got[i] != in[i];
             ++malformed;
             if (diff > 5 && ++mismatches <= 10)
-                std::fprintf(stderr, "frame %u: unparsable for the gateway (%.*s), %u bytes changed\n",
-                             frames, static_cast<int>(drop_reason_name(parse).size()), drop_reason_name(parse).data(), diff);
+                std::fprintf(stderr,
+                             "frame %u: unparsable for the gateway (%.*s), %u bytes changed\n",
+                             frames, static_cast<int>(drop_reason_name(parse).size()),
+                             drop_reason_name(parse).data(), diff);
             continue;
         }
         int cls = -1;
@@ -155,9 +158,8 @@ int main(int argc, char** argv) {
             if (cls >= 0) {
                 ++classified;
                 const ClassRule& c = snap.classes[static_cast<size_t>(cls)];
-                const uint8_t tos = c.set_dscp >= 0
-                                        ? static_cast<uint8_t>(c.set_dscp << 2 | (pp.tos & 3))
-                                        : pp.tos;
+                const uint8_t tos =
+                    c.set_dscp >= 0 ? static_cast<uint8_t>(c.set_dscp << 2 | (pp.tos & 3)) : pp.tos;
                 uint8_t* ip = want.data() + pp.l3_off;
                 if (pp.ip_ver == 4) {
                     ip[1] = tos;
@@ -208,7 +210,8 @@ int main(int argc, char** argv) {
         o.data_size_in = static_cast<uint32_t>(frame->size());
         o.repeat = 1000000;
         if (bpf_prog_test_run_opts(prog, &o) != 0) continue;
-        const std::string name = cls < 0 ? "(no class)" : snap.classes[static_cast<size_t>(cls)].name;
+        const std::string name =
+            cls < 0 ? "(no class)" : snap.classes[static_cast<size_t>(cls)].name;
         std::printf("bench: %-12s IPv%d %4zu-byte frame: %u ns per run\n", name.c_str(), ver,
                     frame->size(), o.duration);
     }
@@ -226,9 +229,10 @@ int main(int argc, char** argv) {
             o.repeat = 1000000;
             bpf_program* p = bpf_object__next_program(obj, nullptr);
             if (p != nullptr && bpf_prog_test_run_opts(bpf_program__fd(p), &o) == 0)
-                std::printf("bench: harness floor (a program that reads two headers and returns): "
-                            "%u ns per run\n",
-                            o.duration);
+                std::printf(
+                    "bench: harness floor (a program that reads two headers and returns): "
+                    "%u ns per run\n",
+                    o.duration);
             bpf_object__close(obj);
         }
     }

@@ -9,22 +9,24 @@
 #include <linux/ip.h>
 #include <linux/pkt_cls.h>
 #include <linux/udp.h>
+
+/* After the kernel's types, which they use. */
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("tc")
-int push_vlan(struct __sk_buff *skb) {
-    void *data = (void *)(long)skb->data;
-    void *end = (void *)(long)skb->data_end;
-    struct ethhdr *eth = data;
-    if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP) || skb->vlan_present)
+int push_vlan(struct __sk_buff* skb) {
+    void* data = (void*)(long)skb->data;
+    void* end = (void*)(long)skb->data_end;
+    struct ethhdr* eth = data;
+    if ((void*)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP) || skb->vlan_present)
         return TC_ACT_UNSPEC;
-    struct iphdr *ip = (void *)(eth + 1);
-    if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP) return TC_ACT_UNSPEC;
-    struct udphdr *udp = (void *)(ip + 1);
-    if ((void *)(udp + 1) > end || udp->source != bpf_htons(42003)) return TC_ACT_UNSPEC;
+    struct iphdr* ip = (void*)(eth + 1);
+    if ((void*)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP) return TC_ACT_UNSPEC;
+    struct udphdr* udp = (void*)(ip + 1);
+    if ((void*)(udp + 1) > end || udp->source != bpf_htons(42003)) return TC_ACT_UNSPEC;
     bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), 100);
     return TC_ACT_UNSPEC;
 }

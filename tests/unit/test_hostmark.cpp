@@ -89,8 +89,9 @@ TEST(Hostmark, PrometheusTextNamesAndEscapes) {
     Attachment a{"eth0", true, 42, 3, true};
     const std::string t = prometheus_text(a, rs, c);
     EXPECT_NE(t.find("dscpgw_hostmark_attached{device=\"eth0\"} 1\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("dscpgw_hostmark_class_packets_total{device=\"eth0\",class=\"we\\\"ird\\\\\"} 5\n"),
-              std::string::npos)
+    EXPECT_NE(
+        t.find("dscpgw_hostmark_class_packets_total{device=\"eth0\",class=\"we\\\"ird\\\\\"} 5\n"),
+        std::string::npos)
         << t;
     EXPECT_NE(t.find("# TYPE dscpgw_hostmark_class_bytes_total counter\n"), std::string::npos);
     EXPECT_NE(t.find("class_dscp_rewrites_total{device=\"eth0\",class=\"we\\\"ird\\\\\"} 4\n"),
