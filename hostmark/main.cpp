@@ -3,7 +3,7 @@
 //
 //   dscpgw-hostmark attach --dev IFACE --config FILE   attach, or update the rules in place
 //   dscpgw-hostmark detach --dev IFACE                 remove what attach added
-//   dscpgw-hostmark status --dev IFACE [--prometheus | --textfile PATH]
+//   dscpgw-hostmark status [--dev IFACE] [--prometheus | --textfile PATH]   (all devices without)
 //   dscpgw-hostmark check --config FILE                validate the classes (no root needed)
 //
 // The program sits on the clsact egress hook at a fixed handle and priority, so a second attach
@@ -73,7 +73,7 @@ int usage() {
     std::fputs(
         "usage: dscpgw-hostmark attach --dev IFACE --config FILE\n"
         "       dscpgw-hostmark detach --dev IFACE\n"
-        "       dscpgw-hostmark status --dev IFACE [--prometheus | --textfile PATH]\n"
+        "       dscpgw-hostmark status [--dev IFACE] [--prometheus | --textfile PATH]\n"
         "       dscpgw-hostmark check --config FILE\n",
         stderr);
     return kExitUsage;
@@ -418,9 +418,9 @@ std::optional<Args> parse_args(int argc, char** argv) {
             return std::nullopt;
         }
     }
-    const bool needs_dev = a.cmd == "attach" || a.cmd == "detach" || a.cmd == "status";
+    const bool needs_dev = a.cmd == "attach" || a.cmd == "detach";
     const bool needs_config = a.cmd == "attach" || a.cmd == "check";
-    if (!needs_dev && !needs_config) {
+    if (!needs_dev && !needs_config && a.cmd != "status") {
         std::fprintf(stderr, "dscpgw-hostmark: unknown command %s\n", a.cmd.c_str());
         return std::nullopt;
     }
@@ -528,52 +528,92 @@ int cmd_detach(const Args& a) {
     return 0;
 }
 
-int cmd_status(const Args& a) {
-    const int ifindex = device_index(a.dev);
-    if (ifindex == 0) return kExitError;
+// The status of `dev`; false (error printed) when it cannot be read.
+bool read_status(const std::string& dev, int ifindex, DeviceStatus& out) {
     std::string err;
     std::optional<Maps> m = find_attached(ifindex, err);
-    if (!err.empty()) return fail("%s: %s", a.dev.c_str(), err.c_str());
-    Attachment at;
-    at.device = a.dev;
-    hm_ruleset rs{};
-    Counters c{};
-    if (m) {
-        if (!m->compatible)
-            return fail(
-                "%s: attached by another version of dscpgw-hostmark; its maps cannot be "
-                "read by this one",
-                a.dev.c_str());
-        hm_state st{};
-        if (!read_state(*m, st)) return fail("%s: cannot read state", a.dev.c_str());
-        const uint32_t slot = st.active & 1;
-        if (bpf_map_lookup_elem(m->rules.get(), &slot, &rs) != 0 ||
-            !read_counters(m->counters.get(), c))
-            return fail("%s: cannot read the program's maps: %s", a.dev.c_str(),
-                        std::strerror(errno));
-        at.attached = true;
-        at.prog_id = m->prog_id;
-        at.generation = st.generation;
-        at.created_clsact = st.created_clsact != 0;
+    if (!err.empty()) {
+        fail("%s: %s", dev.c_str(), err.c_str());
+        return false;
     }
-    if (!a.textfile.empty()) {
-        // node_exporter reads the directory at any time: write aside, then rename into place.
-        const std::string tmp = a.textfile + ".tmp." + std::to_string(getpid());
-        FILE* f = std::fopen(tmp.c_str(), "w");
-        if (f == nullptr) return fail("%s: %s", tmp.c_str(), std::strerror(errno));
-        const std::string text = prometheus_text(at, rs, c);
-        const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-        if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), a.textfile.c_str()) != 0) {
-            const int e = errno;
-            std::remove(tmp.c_str());
-            return fail("%s: %s", a.textfile.c_str(), std::strerror(e));
-        }
-    } else if (a.prometheus) {
-        std::fputs(prometheus_text(at, rs, c).c_str(), stdout);
+    out.attachment.device = dev;
+    if (!m) return true;
+    if (!m->compatible) {
+        fail(
+            "%s: attached by another version of dscpgw-hostmark; its maps cannot be read by "
+            "this one",
+            dev.c_str());
+        return false;
+    }
+    hm_state st{};
+    const uint32_t zero = 0;
+    if (bpf_map_lookup_elem(m->state.get(), &zero, &st) != 0) {
+        fail("%s: cannot read the program's state: %s", dev.c_str(), std::strerror(errno));
+        return false;
+    }
+    const uint32_t slot = st.active & 1;
+    if (bpf_map_lookup_elem(m->rules.get(), &slot, &out.rules) != 0 ||
+        !read_counters(m->counters.get(), out.counters)) {
+        fail("%s: cannot read the program's maps: %s", dev.c_str(), std::strerror(errno));
+        return false;
+    }
+    out.attachment.attached = true;
+    out.attachment.prog_id = m->prog_id;
+    out.attachment.generation = st.generation;
+    out.attachment.created_clsact = st.created_clsact != 0;
+    return true;
+}
+
+// Writes `text` to `path` for node_exporter, which reads the directory at any time: written
+// aside, then renamed into place.
+int write_textfile(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f == nullptr) return fail("%s: %s", tmp.c_str(), std::strerror(errno));
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int e = errno;
+        std::remove(tmp.c_str());
+        return fail("%s: %s", path.c_str(), std::strerror(e));
+    }
+    return 0;
+}
+
+// With --dev, that device (attached or not); without, every device of this network namespace
+// that has the classifier attached.
+int cmd_status(const Args& a) {
+    std::vector<DeviceStatus> devices;
+    if (!a.dev.empty()) {
+        const int ifindex = device_index(a.dev);
+        if (ifindex == 0) return kExitError;
+        if (!read_status(a.dev, ifindex, devices.emplace_back())) return kExitError;
     } else {
-        std::fputs(status_table(at, rs, c).c_str(), stdout);
+        struct if_nameindex* all = ::if_nameindex();
+        if (all == nullptr) return fail("cannot list the interfaces: %s", std::strerror(errno));
+        bool ok = true;
+        for (const struct if_nameindex* i = all; i->if_index != 0; ++i) {
+            DeviceStatus d;
+            std::string err;
+            if (!find_attached(static_cast<int>(i->if_index), err) && err.empty()) continue;
+            ok = read_status(i->if_name, static_cast<int>(i->if_index), d) && ok;
+            if (d.attachment.attached) devices.push_back(std::move(d));
+        }
+        if_freenameindex(all);
+        if (!ok) return kExitError;
     }
-    return at.attached ? 0 : kExitNotAttached;
+    bool any = false;
+    for (const DeviceStatus& d : devices) any = any || d.attachment.attached;
+    if (!a.textfile.empty()) {
+        if (const int rc = write_textfile(a.textfile, prometheus_text(devices)); rc != 0) return rc;
+    } else if (a.prometheus) {
+        std::fputs(prometheus_text(devices).c_str(), stdout);
+    } else if (devices.empty()) {
+        std::puts("dscpgw-hostmark: attached to no device");
+    } else {
+        for (const DeviceStatus& d : devices)
+            std::fputs(status_table(d.attachment, d.rules, d.counters).c_str(), stdout);
+    }
+    return any ? 0 : kExitNotAttached;
 }
 
 }  // namespace

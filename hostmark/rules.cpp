@@ -119,20 +119,28 @@ std::string status_table(const Attachment& a, const hm_ruleset& rs, const Counte
     return out;
 }
 
-std::string prometheus_text(const Attachment& a, const hm_ruleset& rs, const Counters& c) {
-    const std::string dev = "device=\"" + label(a.device) + "\"";
+std::string prometheus_text(const std::vector<DeviceStatus>& devices) {
+    // One HELP/TYPE pair per family, then its samples for every device (the exposition format
+    // wants a family's samples together).
     std::string out;
-    out +=
-        "# HELP dscpgw_hostmark_attached Whether the dscpgw-hostmark tc egress classifier is "
-        "attached to the device.\n";
-    out += "# TYPE dscpgw_hostmark_attached gauge\n";
-    out += "dscpgw_hostmark_attached{" + dev + "} " + (a.attached ? "1" : "0") + "\n";
-    if (!a.attached) return out;
-    out +=
-        "# HELP dscpgw_hostmark_rules_generation Rule sets written since the program was "
-        "loaded.\n";
-    out += "# TYPE dscpgw_hostmark_rules_generation gauge\n";
-    out += "dscpgw_hostmark_rules_generation{" + dev + "} " + std::to_string(a.generation) + "\n";
+    const auto family = [&out](const char* name, const char* type, const char* help) {
+        out += std::string("# HELP ") + name + " " + help + "\n";
+        out += std::string("# TYPE ") + name + " " + type + "\n";
+    };
+    const auto dev_label = [](const DeviceStatus& d) {
+        return "device=\"" + label(d.attachment.device) + "\"";
+    };
+    family("dscpgw_hostmark_attached", "gauge",
+           "Whether the dscpgw-hostmark tc egress classifier is attached to the device.");
+    for (const DeviceStatus& d : devices)
+        out += "dscpgw_hostmark_attached{" + dev_label(d) + "} " +
+               (d.attachment.attached ? "1" : "0") + "\n";
+    family("dscpgw_hostmark_rules_generation", "gauge",
+           "Rule sets written since the program was loaded.");
+    for (const DeviceStatus& d : devices)
+        if (d.attachment.attached)
+            out += "dscpgw_hostmark_rules_generation{" + dev_label(d) + "} " +
+                   std::to_string(d.attachment.generation) + "\n";
     struct Metric {
         const char* name;
         const char* help;
@@ -148,21 +156,26 @@ std::string prometheus_text(const Attachment& a, const hm_ruleset& rs, const Cou
          &hm_counter::pcp_set},
     };
     for (const Metric& m : kMetrics) {
-        out += std::string("# HELP ") + m.name + " " + m.help + "\n";
-        out += std::string("# TYPE ") + m.name + " counter\n";
-        for (uint32_t i = 0; i < rs.n && i < HM_MAX_CLASSES; ++i)
-            out += std::string(m.name) + "{" + dev + ",class=\"" + label(name_of(rs.rules[i])) +
-                   "\"} " + std::to_string(c[i].*m.field) + "\n";
+        family(m.name, "counter", m.help);
+        for (const DeviceStatus& d : devices) {
+            if (!d.attachment.attached) continue;
+            for (uint32_t i = 0; i < d.rules.n && i < HM_MAX_CLASSES; ++i)
+                out += std::string(m.name) + "{" + dev_label(d) + ",class=\"" +
+                       label(name_of(d.rules.rules[i])) + "\"} " +
+                       std::to_string(d.counters[i].*m.field) + "\n";
+        }
     }
-    out +=
-        "# HELP dscpgw_hostmark_unclassified_packets_total Egress packets left untouched: IP "
-        "packets no class matched (reason=\"no_class\"), frames not IPv4/IPv6 "
-        "(reason=\"not_ip\").\n";
-    out += "# TYPE dscpgw_hostmark_unclassified_packets_total counter\n";
-    out += "dscpgw_hostmark_unclassified_packets_total{" + dev + ",reason=\"no_class\"} " +
-           std::to_string(c[HM_CTR_NO_CLASS].packets) + "\n";
-    out += "dscpgw_hostmark_unclassified_packets_total{" + dev + ",reason=\"not_ip\"} " +
-           std::to_string(c[HM_CTR_NOT_IP].packets) + "\n";
+    family("dscpgw_hostmark_unclassified_packets_total", "counter",
+           "Egress packets left untouched: IP packets no class matched (reason=\"no_class\"), "
+           "frames not IPv4/IPv6 (reason=\"not_ip\").");
+    for (const DeviceStatus& d : devices) {
+        if (!d.attachment.attached) continue;
+        out += "dscpgw_hostmark_unclassified_packets_total{" + dev_label(d) +
+               ",reason=\"no_class\"} " + std::to_string(d.counters[HM_CTR_NO_CLASS].packets) +
+               "\n";
+        out += "dscpgw_hostmark_unclassified_packets_total{" + dev_label(d) +
+               ",reason=\"not_ip\"} " + std::to_string(d.counters[HM_CTR_NOT_IP].packets) + "\n";
+    }
     return out;
 }
 

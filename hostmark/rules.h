@@ -31,8 +31,15 @@ struct Attachment {
 // A class's match keys and actions as one short line, e.g. "udp/4791 bth=0x81 -> dscp 48".
 std::string describe_rule(const hm_rule& r);
 
+// What `status` reports of one device; `rules` and `counters` are read only when attached.
+struct DeviceStatus {
+    Attachment attachment;
+    hm_ruleset rules{};
+    Counters counters{};
+};
+
 std::string status_table(const Attachment& a, const hm_ruleset& rs, const Counters& c);
-// `rs` and `c` are read only when a.attached.
-std::string prometheus_text(const Attachment& a, const hm_ruleset& rs, const Counters& c);
+// The devices' metrics, each family once (HELP, TYPE, then every device's samples).
+std::string prometheus_text(const std::vector<DeviceStatus>& devices);
 
 }  // namespace dscpgw::hostmark

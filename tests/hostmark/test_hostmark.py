@@ -586,6 +586,15 @@ def main():
                     frozenset({("device", DEV_A), ("reason", "no_class")}))]
             ok(nc >= 1, "the DNS-port datagram counted as no class")
             ok(not [f for f in os.listdir(TMP) if ".tmp." in f], "no temporary file left behind")
+            # Without --dev: every device of the namespace that has it (here the one).
+            rc, table = hm(["status"])
+            ok(rc == 0 and f"dscpgw-hostmark on {DEV_A}: attached" in table and "lo:" not in table, table)
+            rc, out = hm(["status", "--prometheus"])
+            m_all = prometheus(out)
+            eq(counter(m_all, "dscpgw_hostmark_class_packets_total", "roce-cnp"), base["roce-cnp"] + 1,
+               "all-device exposition")
+            eq(sorted(k for k in m_all if k[0] == "dscpgw_hostmark_attached"),
+               [("dscpgw_hostmark_attached", frozenset({("device", DEV_A)}))], "only attached devices")
             # Prometheus' own linter (scripts/install-deps.sh installs Debian's prometheus for it).
             ok(shutil.which("promtool") is not None, "promtool not installed")
             p = subprocess.run(["promtool", "check", "metrics"], input=open(path).read(),
@@ -610,6 +619,8 @@ def main():
                    "detached textfile")
             rc, out = hm(["detach", "--dev", DEV_A])
             ok(rc == 0 and "nothing to remove" in out, "second detach: " + out)
+            rc, out = hm(["status"])
+            ok(rc == 3 and "attached to no device" in out, "status of all devices, none attached: " + out)
             # Someone else's clsact and filter: attach uses them, detach leaves them. (Theirs
             # matches nothing, so classification goes on to ours: see docs/hostmark.md.)
             other = "prio 7 bpf bytecode '1,6 0 0 0,' classid 1:1"

@@ -86,8 +86,8 @@ TEST(Hostmark, PrometheusTextNamesAndEscapes) {
     c[0] = {5, 500, 4, 1};
     c[HM_CTR_NO_CLASS].packets = 7;
     c[HM_CTR_NOT_IP].packets = 2;
-    Attachment a{"eth0", true, 42, 3, true};
-    const std::string t = prometheus_text(a, rs, c);
+    DeviceStatus d{{"eth0", true, 42, 3, true}, rs, c};
+    const std::string t = prometheus_text({d});
     EXPECT_NE(t.find("dscpgw_hostmark_attached{device=\"eth0\"} 1\n"), std::string::npos) << t;
     EXPECT_NE(
         t.find("dscpgw_hostmark_class_packets_total{device=\"eth0\",class=\"we\\\"ird\\\\\"} 5\n"),
@@ -100,12 +100,22 @@ TEST(Hostmark, PrometheusTextNamesAndEscapes) {
               std::string::npos);
     EXPECT_NE(t.find("unclassified_packets_total{device=\"eth0\",reason=\"not_ip\"} 2\n"),
               std::string::npos);
-    a.attached = false;
-    EXPECT_EQ(prometheus_text(a, rs, c),
-              "# HELP dscpgw_hostmark_attached Whether the dscpgw-hostmark tc egress classifier is "
-              "attached to the device.\n# TYPE dscpgw_hostmark_attached gauge\n"
-              "dscpgw_hostmark_attached{device=\"eth0\"} 0\n");
-    EXPECT_EQ(status_table(a, rs, c), "dscpgw-hostmark on eth0: not attached\n");
+    // Two devices: each family's HELP/TYPE once, its samples for both; a detached device has
+    // only the attached gauge.
+    DeviceStatus e{{"eth1", true, 43, 1, false}, rs, c};
+    const std::string two = prometheus_text({d, e});
+    EXPECT_EQ(two.find("# TYPE dscpgw_hostmark_class_packets_total"),
+              two.rfind("# TYPE dscpgw_hostmark_class_packets_total"));
+    const auto pos0 = two.find("class_packets_total{device=\"eth0\"");
+    const auto pos1 = two.find("class_packets_total{device=\"eth1\"");
+    EXPECT_NE(pos0, std::string::npos);
+    EXPECT_NE(pos1, std::string::npos);
+    EXPECT_EQ(two.find("# TYPE", pos0), two.find("# TYPE", pos1)) << "samples not grouped";
+    d.attachment.attached = false;
+    const std::string off = prometheus_text({d});
+    EXPECT_NE(off.find("dscpgw_hostmark_attached{device=\"eth0\"} 0\n"), std::string::npos);
+    EXPECT_EQ(off.find("device=\"eth0\",class="), std::string::npos) << off;
+    EXPECT_EQ(status_table(d.attachment, rs, c), "dscpgw-hostmark on eth0: not attached\n");
 }
 
 }  // namespace
