@@ -66,8 +66,10 @@ dscp = 40
 """
 
 
-def run(args, netns=None, user=None):
+def run(args, netns=None, user=None, wrapper=None):
     cmd = [HM] + args
+    if wrapper:
+        cmd = [wrapper] + cmd
     if netns:
         cmd = ["ip", "netns", "exec", netns] + cmd
     if user:
@@ -165,6 +167,13 @@ def needs_root_and_device():
     ok(rc == 1 and "interface nosuch0 not found" in out, out)
     rc, out = run(["status", "--dev", "nosuch0"])
     ok(rc == 1 and "interface nosuch0 not found" in out, out)
+    # A kernel without the bpf() system call (a seccomp filter makes it fail with ENOSYS).
+    rc, out = run(["attach", "--dev", "lo", "--config", write("a.toml", CONFIG_A)],
+                  wrapper=os.path.join(os.path.dirname(VLAN_PUSH), "hostmark_no_bpf"))
+    if rc == 0:  # The filter did not hold: take off what was attached before failing.
+        run(["detach", "--dev", "lo"])
+    ok(rc == 1 and "the kernel has no BPF system call" in out, "without bpf(): " + out)
+    ok("clsact" not in sh("tc qdisc show dev lo"), "nothing left on lo")
     # A device without an Ethernet header (tun, WireGuard) is refused, not misparsed.
     tun = f"{TAG}tun"
     if subprocess.run(["ip", "tuntap", "add", "dev", tun, "mode", "tun"], capture_output=True).returncode == 0:
