@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "dataplane/neighbor.h"
@@ -13,6 +14,10 @@
 namespace dscpgw {
 
 namespace {
+
+// The sections of a config file; the classes-only loader accepts the same ones.
+constexpr std::string_view kTopLevelKeys[] = {"eal",     "gateway", "ports",
+                                              "tunnels", "classes", "neighbors"};
 
 // Collects problems with their source positions; throws them all at the end.
 class Checker {
@@ -37,6 +42,10 @@ class Checker {
     // Reports keys of `t` not in `allowed`.
     void only_keys(const toml::table& t, const std::string& path,
                    std::initializer_list<std::string_view> allowed) {
+        only_keys(t, path, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+    }
+    void only_keys(const toml::table& t, const std::string& path,
+                   std::span<const std::string_view> allowed) {
         for (const auto& [k, v] : t) {
             bool ok = false;
             for (auto a : allowed) ok = ok || k.str() == a;
@@ -583,7 +592,7 @@ Config build(const toml::table& root, const std::string& source_name) {
     Checker c(source_name);
     Config cfg;
     cfg.path = source_name;
-    c.only_keys(root, "", {"eal", "gateway", "ports", "tunnels", "classes", "neighbors"});
+    c.only_keys(root, "", kTopLevelKeys);
     if (const toml::node* gw = root.get("gateway")) {
         if (const toml::table* t = table_at(c, *gw, "gateway")) {
             c.only_keys(*t, "gateway", {"workers", "icmp_rate"});
@@ -618,7 +627,7 @@ Config build(const toml::table& root, const std::string& source_name) {
 std::vector<ClassRule> build_classes(const toml::table& root, const std::string& source_name) {
     Checker c(source_name);
     Config cfg;
-    c.only_keys(root, "", {"eal", "gateway", "ports", "tunnels", "classes", "neighbors"});
+    c.only_keys(root, "", kTopLevelKeys);
     load_classes(c, root, cfg);
     c.finish();
     return std::move(cfg.classes);
