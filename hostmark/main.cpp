@@ -122,6 +122,11 @@ bpf_tc_opts our_filter() {
     return o;
 }
 
+bool read_state(const Maps& m, hm_state& st) {
+    const uint32_t zero = 0;
+    return bpf_map_lookup_elem(m.state.get(), &zero, &st) == 0;
+}
+
 // Finds our filter on the device's egress hook. Returns nullopt when there is none; `err` is set
 // when something else went wrong (a foreign program at our handle, a BPF error).
 std::optional<Maps> find_attached(int ifindex, std::string& err) {
@@ -180,15 +185,9 @@ std::optional<Maps> find_attached(int ifindex, std::string& err) {
         return std::nullopt;
     }
     hm_state st{};
-    const uint32_t zero = 0;
-    m.compatible = rules_info.value_size == sizeof(hm_ruleset) &&
-                   bpf_map_lookup_elem(m.state.get(), &zero, &st) == 0 && st.abi == HM_ABI_VERSION;
+    m.compatible = rules_info.value_size == sizeof(hm_ruleset) && read_state(m, st) &&
+                   st.abi == HM_ABI_VERSION;
     return m;
-}
-
-bool read_state(const Maps& m, hm_state& st) {
-    const uint32_t zero = 0;
-    return bpf_map_lookup_elem(m.state.get(), &zero, &st) == 0;
 }
 
 bool read_counters(int fd, Counters& out) {
@@ -546,8 +545,7 @@ bool read_status(const std::string& dev, int ifindex, DeviceStatus& out) {
         return false;
     }
     hm_state st{};
-    const uint32_t zero = 0;
-    if (bpf_map_lookup_elem(m->state.get(), &zero, &st) != 0) {
+    if (!read_state(*m, st)) {
         fail("%s: cannot read the program's state: %s", dev.c_str(), std::strerror(errno));
         return false;
     }
@@ -593,8 +591,6 @@ int cmd_status(const Args& a) {
         bool ok = true;
         for (const struct if_nameindex* i = all; i->if_index != 0; ++i) {
             DeviceStatus d;
-            std::string err;
-            if (!find_attached(static_cast<int>(i->if_index), err) && err.empty()) continue;
             ok = read_status(i->if_name, static_cast<int>(i->if_index), d) && ok;
             if (d.attachment.attached) devices.push_back(std::move(d));
         }

@@ -21,6 +21,7 @@
 #include "config/config.h"
 #include "dataplane/packet.h"
 #include "dataplane/pipeline.h"
+#include "dataplane/wire.h"
 #include "hostmark/hostmark.skel.h"
 #include "hostmark/rules.h"
 
@@ -51,8 +52,7 @@ bool read_pcap(const char* path, std::vector<std::vector<uint8_t>>& frames) {
 }
 
 uint16_t ipv4_header_sum(const uint8_t* ip, unsigned ihl) {
-    uint32_t sum = 0;
-    for (unsigned i = 0; i < ihl; i += 2) sum += static_cast<uint32_t>(ip[i] << 8 | ip[i + 1]);
+    uint32_t sum = wire::sum16(ip, ihl);
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
     return static_cast<uint16_t>(sum);
 }
