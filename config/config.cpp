@@ -16,8 +16,8 @@ namespace dscpgw {
 namespace {
 
 // The sections of a config file; the classes-only loader accepts the same ones.
-constexpr std::string_view kTopLevelKeys[] = {"eal",     "gateway", "ports",
-                                              "tunnels", "classes", "neighbors"};
+constexpr std::string_view kTopLevelKeys[] = {"eal",     "gateway",   "ports",   "tunnels",
+                                              "classes", "neighbors", "metrics", "control"};
 
 // Collects problems with their source positions; throws them all at the end.
 class Checker {
@@ -175,6 +175,23 @@ bool parse_ip(std::string_view s, uint8_t& family, std::array<uint8_t, 16>& out)
         return true;
     }
     return false;
+}
+
+// [metrics] listen: "HOST:PORT" with an IPv4 address, "[IPv6]:PORT", or "*:PORT"/":PORT" for every
+// address; PORT 1..65535.
+bool valid_listen(const std::string& s, std::string& why) {
+    why = "expected \"ADDRESS:PORT\" (such as \"127.0.0.1:9550\", \"[::1]:9550\" or \"*:9550\")";
+    const size_t colon = s.rfind(':');
+    if (colon == std::string::npos) return false;
+    const std::string host = s.substr(0, colon), port = s.substr(colon + 1);
+    char* end = nullptr;
+    const unsigned long pn = std::strtoul(port.c_str(), &end, 10);
+    if (port.empty() || *end != '\0' || pn == 0 || pn > 65535) return false;
+    if (host.empty() || host == "*") return true;
+    std::array<uint8_t, 16> a{};
+    if (host.front() == '[' && host.back() == ']')
+        return inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), a.data()) == 1;
+    return inet_pton(AF_INET, host.c_str(), a.data()) == 1;
 }
 
 const toml::table* table_at(Checker& c, const toml::node& n, const std::string& path) {
@@ -608,6 +625,31 @@ Config build(const toml::table& root, const std::string& source_name) {
             for (auto& [s, where] : c.strings(*t, "eal", "args")) cfg.eal_args.push_back(s);
         }
     }
+    if (const toml::node* m = root.get("metrics")) {
+        if (const toml::table* t = table_at(c, *m, "metrics")) {
+            c.only_keys(*t, "metrics", {"listen", "flows"});
+            if (auto l = c.str(*t, "metrics", "listen", false)) {
+                std::string why;
+                if (!l->empty() && !valid_listen(*l, why))
+                    c.error(t->get("listen")->source(), "metrics.listen", why);
+                cfg.metrics_listen = *l;
+            }
+            cfg.flow_entries = static_cast<uint32_t>(
+                c.integer(*t, "metrics", "flows", 0, 65536, false).value_or(kDefaultFlowEntries));
+        }
+    }
+    if (const toml::node* ctl = root.get("control")) {
+        if (const toml::table* t = table_at(c, *ctl, "control")) {
+            c.only_keys(*t, "control", {"socket"});
+            if (auto sp = c.str(*t, "control", "socket", false)) {
+                if (sp->empty() || (*sp)[0] != '/' || sp->size() >= 108)
+                    c.error(t->get("socket")->source(), "control.socket",
+                            "expected an absolute path shorter than 108 bytes (a Unix socket)");
+                else
+                    cfg.control_socket = *sp;
+            }
+        }
+    }
     load_ports(c, root, cfg);
     load_classes(c, root, cfg);
     load_tunnels(c, root, cfg);
@@ -761,10 +803,39 @@ std::string format_mac(const std::array<uint8_t, 6>& m) {
     return buf;
 }
 
-std::string format_prefix(const Prefix& p) {
+std::vector<std::string> restart_reasons(const Config& a, const Config& b) {
+    std::vector<std::string> why;
+    if (a.eal_args != b.eal_args) why.emplace_back("[eal] args changed");
+    if (a.workers != b.workers) why.emplace_back("[gateway] workers changed");
+    if (a.flow_entries != b.flow_entries) why.emplace_back("[metrics] flows changed");
+    if (a.control_socket != b.control_socket) why.emplace_back("[control] socket changed");
+    if (a.ports.size() != b.ports.size()) {
+        why.emplace_back("the number of [[ports]] changed");
+        return why;
+    }
+    for (size_t i = 0; i < a.ports.size(); ++i) {
+        const PortConf &p = a.ports[i], &q = b.ports[i];
+        const std::string at = "ports[" + std::to_string(i) + "] (" + p.name + "): ";
+        if (p.name != q.name) why.push_back(at + "name changed");
+        if (p.device != q.device) why.push_back(at + "device changed");
+        if (p.role != q.role) why.push_back(at + "role changed");
+        if (p.mtu != q.mtu) why.push_back(at + "mtu changed");
+        if (p.has_mac != q.has_mac || p.mac != q.mac) why.push_back(at + "mac changed");
+        // A transparent inner port is promiscuous, an addressed one is not: set at start.
+        if ((p.has_ipv4 || p.has_ipv6) != (q.has_ipv4 || q.has_ipv6))
+            why.push_back(at + "gained or lost its addresses (receive mode is set at start)");
+    }
+    return why;
+}
+
+std::string format_ip(uint8_t family, const uint8_t* a) {
     char buf[INET6_ADDRSTRLEN];
-    inet_ntop(p.family == 4 ? AF_INET : AF_INET6, p.addr.data(), buf, sizeof buf);
-    return std::string(buf) + "/" + std::to_string(p.len);
+    inet_ntop(family == 4 ? AF_INET : AF_INET6, a, buf, sizeof buf);
+    return buf;
+}
+
+std::string format_prefix(const Prefix& p) {
+    return format_ip(p.family, p.addr.data()) + "/" + std::to_string(p.len);
 }
 
 }  // namespace dscpgw

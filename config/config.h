@@ -19,11 +19,17 @@ class ConfigError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+inline constexpr uint32_t kDefaultFlowEntries = 4096;
+inline constexpr const char* kDefaultControlSocket = "/run/dscpgw/dscpgw.sock";
+
 struct Config {
     std::string path;
     std::vector<std::string> eal_args;
     unsigned workers = 0;      // [gateway] workers; 0: every lcore but the main one.
     uint32_t icmp_rate = 100;  // [gateway] icmp_rate: ICMP errors per second per worker.
+    std::string metrics_listen;  // [metrics] listen: the Prometheus endpoint; empty: none.
+    uint32_t flow_entries = kDefaultFlowEntries;  // [metrics] flows: RoCE flow slots per worker.
+    std::string control_socket = kDefaultControlSocket;  // [control] socket.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
     std::vector<TunnelConf> tunnels;                    // Templates not yet built.
@@ -49,6 +55,11 @@ Config parse_config(std::string_view text, const std::string& source_name);
 std::vector<ClassRule> load_classes(const std::string& path);
 std::vector<ClassRule> parse_classes(std::string_view text, const std::string& source_name);
 
+// What differs between the running config and `next` that a reload cannot apply because the
+// ports, queues, lcores or tables would have to be set up again (one line each; empty: the
+// reload can go live).
+std::vector<std::string> restart_reasons(const Config& running, const Config& next);
+
 // A class's port/opcode/protocol/DSCP keys as one masked compare (see ClassMatch).
 ClassMatch compile_class(const ClassRule& c);
 
@@ -66,5 +77,6 @@ bool parse_mac(std::string_view s, std::array<uint8_t, 6>& mac);
 std::optional<Prefix> parse_prefix(std::string_view s, std::string& why);
 std::string format_mac(const std::array<uint8_t, 6>& mac);
 std::string format_prefix(const Prefix& p);
+std::string format_ip(uint8_t family, const uint8_t* addr);  // 4 or 16 bytes.
 
 }  // namespace dscpgw

@@ -1,7 +1,12 @@
-// Human-readable counter summary, summed over worker stats blocks.
+// The control side's view of the gateway: counters summed over the per-worker blocks (never
+// touching the workers), kept per class and tunnel *name* across reloads, and rendered as text
+// tables, JSON (the control socket) and Prometheus families (control/metrics.h).
 #pragma once
 
+#include <array>
 #include <cstdio>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "dataplane/snapshot.h"
@@ -9,7 +14,121 @@
 
 namespace dscpgw {
 
+// The counters of one snapshot's bank, for class/tunnel index `i`.
+enum TunnelField : size_t {
+    kEncapPkts,
+    kEncapBytes,
+    kDecapPkts,
+    kDecapBytes,
+    kOuterRemarked,
+    kEcnCeMarked,
+    kCnpEncap,
+    kCnpDecap,
+    kTunnelFields
+};
+using TunnelTotals = std::array<uint64_t, kTunnelFields>;
+using ClassTotals = std::array<uint64_t, 2>;  // Packets, bytes.
+
+// Per-name totals that survive reloads. A reload retires a snapshot's bank: once no worker can
+// write it any more, fold() adds it to the totals of the names that snapshot gave its indices and
+// clears it, ready for the snapshot after next. live() adds the current bank to those totals.
+class NamedTotals {
+  public:
+    void fold(const Snapshot& retired, const std::vector<WorkerStats*>& workers);
+    std::vector<ClassTotals> classes(const Snapshot& cur,
+                                     const std::vector<const WorkerStats*>& ws) const;
+    ClassTotals unclassified(const Snapshot& cur, const std::vector<const WorkerStats*>& ws) const;
+    std::vector<TunnelTotals> tunnels(const Snapshot& cur,
+                                      const std::vector<const WorkerStats*>& ws) const;
+
+  private:
+    std::map<std::string, ClassTotals> classes_;
+    std::map<std::string, TunnelTotals> tunnels_;
+    ClassTotals unclassified_{};
+};
+
+struct PortReport {
+    std::string name, device, role;
+    int link_up = -1;  // -1: unknown (no device, as in replay).
+    uint32_t speed_mbps = 0;
+    uint64_t rx_pkts = 0, rx_bytes = 0, tx_pkts = 0, tx_bytes = 0;  // The gateway's.
+    // The device's (rte_eth_stats).
+    uint64_t eth_ipackets = 0, eth_opackets = 0, eth_ibytes = 0, eth_obytes = 0;
+    uint64_t eth_ierrors = 0, eth_oerrors = 0, eth_imissed = 0, eth_rx_nombuf = 0;
+};
+
+struct ClassReport {
+    std::string name;
+    int set_dscp = -1;
+    ClassTotals t{};
+};
+
+struct TunnelReport {
+    std::string name, type, local, remote, outer_port, inner_port, next_hop;
+    uint32_t vni = 0;
+    uint16_t udp_port = 0;
+    int next_hop_resolved = -1;  // -1: a static next-hop MAC; 0/1: ARP/ND state.
+    TunnelTotals t{};
+    double cnp_encap_rate = 0, cnp_decap_rate = 0;  // Per second, over the last second.
+};
+
+struct WorkerReport {
+    unsigned lcore = 0;
+    uint64_t rx_pkts = 0, busy_cycles = 0, idle_cycles = 0, polls = 0, flow_evictions = 0;
+};
+
+struct NeighborReport {
+    std::string addr, port, mac;  // mac empty: unresolved.
+    bool is_static = false;
+};
+
+struct FlowReport {
+    std::string src, dst, tunnel;
+    uint32_t dqp = 0;
+    bool decap = false;
+    uint64_t pkts = 0, bytes = 0, cnps = 0;
+    double pps = 0, bps = 0, cnps_per_s = 0, idle_s = 0;
+};
+
+struct Report {
+    std::string version, config_path, dpdk_version;
+    uint64_t generation = 0;
+    double start_time = 0, now = 0;  // Unix seconds.
+    double last_reload_time = 0;     // 0: never reloaded.
+    int last_reload_ok = -1;         // -1: never reloaded; 0 failed; 1 succeeded.
+    std::string last_reload_error;
+    uint64_t reloads_ok = 0, reloads_failed = 0;
+    uint64_t tsc_hz = 0;
+    std::vector<PortReport> ports;
+    std::vector<ClassReport> classes;
+    ClassTotals unclassified{};
+    std::vector<TunnelReport> tunnels;
+    std::vector<std::pair<std::string, uint64_t>> drops;  // Every reason, in list order.
+    std::vector<std::pair<std::string, uint64_t>> local_replies;
+    uint64_t dscp_rewrites = 0, icmp_too_big_sent = 0, icmp_rate_limited = 0, tx_failed = 0;
+    std::vector<WorkerReport> workers;
+    std::vector<NeighborReport> neighbors;
+    uint64_t probes_sent = 0, probes_failed = 0, neighbors_expired = 0;
+    uint64_t mbufs_in_use = 0, mbufs_total = 0;
+    std::vector<FlowReport> flows;  // Filled only for `flows`.
+    uint32_t flow_slots = 0;        // Per worker; 0: flows not tracked.
+};
+
+// The counters of a Report from the snapshot and the worker blocks (what replay and the control
+// plane share); ports, neighbors and the rest are the caller's.
+void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
+                   const std::vector<const WorkerStats*>& ws);
+
+// The summary `replay` and `run` print at the end.
+void print_counters(std::FILE* out, const Report& r);
+// Convenience for replay: one snapshot, no reloads.
 void print_counters(std::FILE* out, const Snapshot& s,
                     const std::vector<const WorkerStats*>& workers);
+
+// Control-socket views. `what`: status, stats, tunnels, classes, neighbors, flows.
+std::string render_text(const Report& r, const std::string& what, size_t top = 20);
+std::string render_json(const Report& r, const std::string& what, size_t top = 20);
+
+std::string json_escape(const std::string& s);
 
 }  // namespace dscpgw

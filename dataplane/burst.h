@@ -7,6 +7,7 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
+#include "dataplane/flow_table.h"
 #include "dataplane/local.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/stats.h"
@@ -21,6 +22,8 @@ inline constexpr uint16_t kPrefetchAhead = 4;
 struct BurstState {
     uint64_t icmp_tokens = 0;
     uint64_t icmp_last_tsc = 0;
+    FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
+    uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
 
     bool take_icmp_token(uint32_t rate) {
         if (rate == 0) return false;
@@ -63,6 +66,28 @@ inline void set_udp6_cksum_offload(rte_mbuf* m) {
     m->l3_len = 40;
 }
 
+// A RoCE packet that went through a tunnel: its CNPs counted per tunnel and direction, and its
+// conversation in the worker's flow table. `m` holds the frame as sent: the inner frame follows
+// the tunnel's outer headers on encap and is the whole frame on decap.
+inline void account_roce(const Snapshot& s, ConfigCounters& cc, BurstState& bs, const rte_mbuf* m,
+                         const Verdict& v) {
+    const auto t = static_cast<size_t>(v.tunnel_id);
+    const uint32_t off = v.decap ? 0 : s.tunnels[t].hdr_len;
+    if (m->data_len <= off) return;
+    ParsedPacket pp;
+    const uint8_t* inner = rte_pktmbuf_mtod(m, const uint8_t*) + off;
+    if (parse_packet(inner, m->data_len - off, pp) != DropReason::none || !pp.has_bth) return;
+    const bool cnp = pp.bth_opcode == kBthOpcodeCnp;
+    if (cnp) (v.decap ? cc.cnp_decap : cc.cnp_encap)[t].inc();
+    if (bs.flows == nullptr) return;
+    FlowKey k;
+    k.family = pp.ip_ver;
+    std::memcpy(k.src, pp.src, pp.ip_ver == 4 ? 4 : 16);
+    std::memcpy(k.dst, pp.dst, pp.ip_ver == 4 ? 4 : 16);
+    k.dqp = wire::load32(inner + pp.l4_off + wire::kUdpLen + 4) & 0xffffff;
+    bs.flows->update(k, v.tunnel_id, v.decap, pp.ip_len, cnp, bs.now_tsc);
+}
+
 // Per-burst accumulation of an indexed (packets, bytes) counter pair: consecutive packets of a
 // burst mostly hit the same class and tunnel, so the shared counters are written once per run of
 // equal indices rather than once per packet (house style: count in locals, flush once).
@@ -97,8 +122,9 @@ template <typename Sink, typename Observer>
 inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0, rewrites = 0;
-    RunCounter classes(st.class_pkts, st.class_bytes), encaps(st.encap_pkts, st.encap_bytes),
-        decaps(st.decap_pkts, st.decap_bytes);
+    ConfigCounters& cc = st.bank[s.bank];
+    RunCounter classes(cc.class_pkts, cc.class_bytes), encaps(cc.encap_pkts, cc.encap_bytes),
+        decaps(cc.decap_pkts, cc.decap_bytes);
     DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
     const bool inner = s.ports[rx_port].role == PortRole::inner;
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], !inner);
@@ -119,6 +145,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                 classes.add(v.class_id >= 0 ? static_cast<size_t>(v.class_id) : kNoClass, in_len);
                 rewrites += v.dscp_rewritten;
                 observe(static_cast<const rte_mbuf*>(m), v);
+                account_roce(s, cc, bs, m, v);
                 encaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
                 sink(v.out_port, m);
                 continue;
@@ -126,10 +153,11 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             if (!inner && likely(decap_plain(s, rx_port, f, v, &decap_cache))) {
                 frame_to_mbuf(f, m);
                 observe(static_cast<const rte_mbuf*>(m), v);
+                account_roce(s, cc, bs, m, v);
                 decaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
                 rewrites += v.dscp_rewritten;
-                if (v.outer_remarked) st.outer_dscp_remarked[static_cast<size_t>(v.tunnel_id)].inc();
-                if (v.ce_marked) st.ecn_ce_marked[static_cast<size_t>(v.tunnel_id)].inc();
+                if (v.outer_remarked) cc.outer_dscp_remarked[static_cast<size_t>(v.tunnel_id)].inc();
+                if (v.ce_marked) cc.ecn_ce_marked[static_cast<size_t>(v.tunnel_id)].inc();
                 sink(v.out_port, m);
                 continue;
             }
@@ -177,10 +205,11 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             continue;
         }
         const size_t t = static_cast<size_t>(v.tunnel_id);
+        account_roce(s, cc, bs, m, v);
         if (v.decap) {
             decaps.add(t, m->pkt_len);
-            if (v.outer_remarked) st.outer_dscp_remarked[t].inc();
-            if (v.ce_marked) st.ecn_ce_marked[t].inc();
+            if (v.outer_remarked) cc.outer_dscp_remarked[t].inc();
+            if (v.ce_marked) cc.ecn_ce_marked[t].inc();
         } else {
             encaps.add(t, m->pkt_len);
         }

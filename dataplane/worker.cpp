@@ -2,6 +2,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "dataplane/burst.h"
@@ -34,13 +35,19 @@ void flush(const WorkerContext& c, size_t port, TxQueue& q) {
 
 int worker_main(void* arg) {
     const WorkerContext& c = *static_cast<const WorkerContext*>(arg);
-    const Snapshot& s = *c.snap;
-    const size_t nports = s.ports.size();
     TxQueue txq[kMaxPorts];
     BurstState bs;
+    bs.flows = c.flows;
     WorkerStats& st = *c.stats;
+    if (c.rcu != nullptr) {
+        rte_rcu_qsbr_thread_register(c.rcu, c.queue);
+        rte_rcu_qsbr_thread_online(c.rcu, c.queue);
+    }
     while (!c.stop->load(std::memory_order_relaxed)) {
         const uint64_t t0 = rte_rdtsc();
+        bs.now_tsc = t0;
+        const Snapshot& s = *c.snap->load(std::memory_order_acquire);
+        const size_t nports = s.ports.size();  // Fixed for the process: a reload keeps the ports.
         uint32_t got = 0;
         for (size_t p = 0; p < nports; ++p) {
             if (!c.poll_rx[p]) continue;
@@ -73,6 +80,12 @@ int worker_main(void* arg) {
         const uint64_t dt = rte_rdtsc() - t0;
         (got != 0 ? st.busy_cycles : st.idle_cycles).add(dt);
         st.polls.inc();
+        // Nothing of `s` is used past here: a snapshot replaced before this point may be freed.
+        if (c.rcu != nullptr) rte_rcu_qsbr_quiescent(c.rcu, c.queue);
+    }
+    if (c.rcu != nullptr) {
+        rte_rcu_qsbr_thread_offline(c.rcu, c.queue);
+        rte_rcu_qsbr_thread_unregister(c.rcu, c.queue);
     }
     return 0;
 }

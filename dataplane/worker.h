@@ -9,11 +9,19 @@
 #include "dataplane/stats.h"
 
 struct rte_ring;
+struct rte_rcu_qsbr;
 
 namespace dscpgw {
 
+class FlowTable;
+
 struct WorkerContext {
-    const Snapshot* snap = nullptr;
+    // The published snapshot, replaced whole by a reload. A worker loads it once per poll and
+    // processes every packet of that poll under it; then it reports a quiescent state to `rcu`
+    // (thread id: `queue`), after which the control thread may free a snapshot it replaced.
+    const std::atomic<const Snapshot*>* snap = nullptr;
+    rte_rcu_qsbr* rcu = nullptr;  // None: the snapshot never changes (tests).
+    FlowTable* flows = nullptr;   // This worker's RoCE conversations; none: not tracked.
     std::vector<uint16_t> eth_port;  // Config port index -> ethdev port id.
     std::vector<uint8_t>
         poll_rx;         // Config port index -> whether this worker polls an RX queue there.

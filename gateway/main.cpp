@@ -4,6 +4,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "control/socket.h"
 #include "gateway/commands.h"
 
 namespace {
@@ -14,7 +15,12 @@ void usage(std::FILE* f) {
         "usage:\n"
         "  dscpgw check  --config FILE\n"
         "  dscpgw replay --config FILE --in IN.pcap --out OUT.pcap [--port NAME] [--trace]\n"
-        "  dscpgw run    --config FILE\n");
+        "  dscpgw run    --config FILE\n"
+        "  dscpgw ctl    [--socket PATH | --config FILE] COMMAND\n"
+        "      COMMAND: status | stats | tunnels | classes | neighbors | flows [--top N] | reload\n"
+        "               (--json after a view command prints JSON)\n"
+        "      the socket is [control] socket of FILE, else %s\n",
+        dscpgw::kDefaultControlSocket);
 }
 
 }  // namespace
@@ -35,6 +41,52 @@ int cmd_check(const std::string& config) {
 
 }  // namespace dscpgw
 
+namespace dscpgw {
+
+// `dscpgw ctl`: one request to a running gateway's control socket.
+int cmd_ctl(int argc, char** argv) {
+    std::string socket, config, request;
+    int i = 2;
+    for (; i < argc; ++i) {
+        const std::string a = argv[i];
+        if ((a == "--socket" || a == "--config") && i + 1 < argc) {
+            (a == "--socket" ? socket : config) = argv[++i];
+        } else if (a.rfind("--", 0) == 0 && request.empty()) {
+            std::fprintf(stderr, "dscpgw ctl: unknown option %s\n", a.c_str());
+            usage(stderr);
+            return 2;
+        } else {
+            request += (request.empty() ? "" : " ") + a;
+        }
+    }
+    if (request.empty()) {
+        std::fprintf(stderr, "dscpgw ctl: a command is required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (socket.empty() && !config.empty()) {
+        try {
+            socket = load_config(config).control_socket;
+        } catch (const ConfigError& e) {
+            std::fprintf(stderr, "dscpgw ctl: cannot read the socket path from %s:\n%s\n",
+                         config.c_str(), e.what());
+            return 2;
+        }
+    }
+    if (socket.empty()) socket = kDefaultControlSocket;
+    std::string body;
+    const int rc = control_request(socket, request, body);
+    if (rc == 0) {
+        std::fputs(body.c_str(), stdout);
+    } else {
+        std::fprintf(stderr, "dscpgw ctl: %s%s", body.c_str(),
+                     !body.empty() && body.back() == '\n' ? "" : "\n");
+    }
+    return rc;
+}
+
+}  // namespace dscpgw
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         usage(stderr);
@@ -45,6 +97,7 @@ int main(int argc, char** argv) {
         usage(stdout);
         return 0;
     }
+    if (cmd == "ctl") return dscpgw::cmd_ctl(argc, argv);
     dscpgw::ReplayOptions o;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];

@@ -23,6 +23,7 @@
 #include "dataplane/neighbor.h"
 #include "dataplane/worker.h"
 #include "gateway/commands.h"
+#include "gateway/control.h"
 #include "gateway/eal.h"
 
 namespace dscpgw {
@@ -30,8 +31,10 @@ namespace dscpgw {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 
 void on_signal(int) { g_stop.store(true); }
+void on_hup(int) { g_reload.store(true); }
 
 bool is_pci_address(const std::string& dev) {
     static const std::regex pci("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
@@ -144,22 +147,6 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
     return true;
 }
 
-void log_link(const PortConf& pc, uint16_t pid, int& last) {
-    rte_eth_link link{};
-    if (rte_eth_link_get_nowait(pid, &link) != 0) return;
-    const int up = link.link_status;
-    const unsigned speed = link.link_speed;
-    const bool full = link.link_duplex != 0;
-    if (up == last) return;
-    last = up;
-    if (up)
-        std::printf("dscpgw: port %s: link up, %u Mbps, %s duplex\n", pc.name.c_str(), speed,
-                    full ? "full" : "half");
-    else
-        std::printf("dscpgw: port %s: link down\n", pc.name.c_str());
-    std::fflush(stdout);
-}
-
 }  // namespace
 
 int cmd_run(const std::string& config) {
@@ -188,6 +175,7 @@ int cmd_run(const std::string& config) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGHUP, on_hup);
     // Declared first, destroyed last: whatever lives in DPDK memory is gone before the EAL is.
     struct EalCleanup {
         ~EalCleanup() { rte_eal_cleanup(); }
@@ -274,9 +262,9 @@ int cmd_run(const std::string& config) {
                     cfg.ports[i].tx_udp_cksum_offload ? ", UDP checksum offload" : "");
     }
     auto neighbors = std::make_unique<NeighborTable>();
-    std::unique_ptr<Snapshot> snap;
+    ControlSetup setup;
     try {
-        snap = build_snapshot(cfg, macs, *neighbors);
+        setup.snap = build_snapshot(cfg, macs, *neighbors);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "dscpgw run: %s\n", e.what());
         return 1;
@@ -289,20 +277,42 @@ int cmd_run(const std::string& config) {
                      rte_strerror(rte_errno));
         return 1;
     }
-    NeighborControl nctl{pool, inject};
+    struct RingCleanup {
+        rte_ring* r;
+        ~RingCleanup() {
+            for (void* left = nullptr; rte_ring_dequeue(r, &left) == 0;)
+                rte_pktmbuf_free(static_cast<rte_mbuf*>(left));
+            rte_ring_free(r);
+        }
+    } ring_cleanup{inject};
     if (on_main && neighbors->size() != 0)
         std::fprintf(stderr,
-                     "dscpgw run: a single lcore forwards and controls: next hops are learned from "
-                     "ARP/ND they send, but not probed; give the EAL a second lcore\n");
-    std::vector<std::unique_ptr<WorkerStats>> stats;
+                     "dscpgw run: a single lcore forwards; the control thread shares its core and "
+                     "probes next hops from there; give the EAL a second lcore\n");
+    setup.cfg = cfg;
+    setup.macs = macs;
+    setup.eth_port = eth_port;
+    for (unsigned w = 0; w < workers; ++w)
+        setup.worker_lcores.push_back(on_main ? rte_get_main_lcore() : lcores[w]);
+    for (auto& [sock, mp] : pools) setup.pools.push_back(mp);
+    setup.neighbors = neighbors.get();
+    setup.nctl = NeighborControl{pool, inject};
+    std::unique_ptr<ControlPlane> cp;
+    try {
+        cp = std::make_unique<ControlPlane>(std::move(setup));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "dscpgw run: %s\n", e.what());
+        return 1;
+    }
     std::vector<WorkerContext> ctxs(workers);
     for (unsigned w = 0; w < workers; ++w) {
-        stats.push_back(std::make_unique<WorkerStats>());
         WorkerContext& c = ctxs[w];
-        c.snap = snap.get();
+        c.snap = cp->published();
+        c.rcu = cp->rcu();
+        c.flows = cp->flows(w);
         c.eth_port = eth_port;
         c.queue = static_cast<uint16_t>(w);
-        c.stats = stats.back().get();
+        c.stats = cp->stats(w);
         c.stop = &g_stop;
         c.inject = w == 0 ? inject : nullptr;
         for (size_t i = 0; i < nports; ++i) c.poll_rx.push_back(w < plans[i].rxq ? 1 : 0);
@@ -314,30 +324,32 @@ int cmd_run(const std::string& config) {
         std::printf(" %u", on_main ? rte_get_main_lcore() : lcores[w]);
     std::printf("\n");
     std::fflush(stdout);
-    std::vector<int> link_state(nports, -1);
-    for (size_t i = 0; i < nports; ++i) log_link(cfg.ports[i], eth_port[i], link_state[i]);
     const auto t0 = std::chrono::steady_clock::now();
+    // The control loop: the control socket, SIGHUP reloads, neighbors, flows, link changes.
+    const auto control_loop = [&] {
+        while (!g_stop.load()) {
+            cp->run_once(50);
+            if (g_reload.exchange(false)) {
+                std::string msg;
+                const bool ok = cp->reload(msg);
+                std::printf("dscpgw: SIGHUP: %s%s", msg.c_str(), ok ? "" : "\n");
+                std::fflush(stdout);
+            }
+        }
+    };
     if (!on_main) {
         for (unsigned w = 0; w < workers; ++w)
             rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
-        // The main lcore is the control thread: it watches links and waits for a signal.
-        unsigned ticks = 0;
-        const uint64_t hz = rte_get_tsc_hz();
-        while (!g_stop.load()) {
-            maintain_neighbors(*neighbors, *snap, nctl, rte_rdtsc(), hz);
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            if (++ticks % 20 == 0)
-                for (size_t i = 0; i < nports; ++i)
-                    log_link(cfg.ports[i], eth_port[i], link_state[i]);
-        }
+        control_loop();  // The main lcore is the control thread.
         for (unsigned w = 0; w < workers; ++w) rte_eal_wait_lcore(lcores[w]);
     } else {
+        // One lcore: it forwards; the control thread is an ordinary thread beside it.
+        std::thread control(control_loop);
         worker_main(&ctxs[0]);  // Signals still stop it.
+        control.join();
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<const WorkerStats*> views;
-    for (auto& st : stats) views.push_back(st.get());
 
     std::printf("dscpgw: stopping\n");
     for (size_t i = 0; i < nports; ++i) {
@@ -350,24 +362,22 @@ int cmd_run(const std::string& config) {
         rte_eth_dev_stop(eth_port[i]);
         rte_eth_dev_close(eth_port[i]);
     }
-    print_counters(stdout, *snap, views);
-    print_neighbors(stdout, *neighbors, *snap);
+    cp->print_summary(stdout);
+    const NeighborControl& nctl = cp->neighbor_control();
     if (neighbors->size() != 0)
         std::printf("neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64 "\n",
                     nctl.probes_sent, nctl.probes_failed, nctl.expired);
-    for (void* left = nullptr; rte_ring_dequeue(inject, &left) == 0;)
-        rte_pktmbuf_free(static_cast<rte_mbuf*>(left));
-    rte_ring_free(inject);
     uint64_t total_rx = 0, total_tx = 0;
     for (unsigned w = 0; w < workers; ++w) {
+        const WorkerStats& st = *cp->stats(w);
         uint64_t rx = 0, tx = 0;
         for (size_t i = 0; i < nports; ++i) {
-            rx += stats[w]->rx_pkts[i].get();
-            tx += stats[w]->tx_pkts[i].get();
+            rx += st.rx_pkts[i].get();
+            tx += st.tx_pkts[i].get();
         }
         total_rx += rx;
         total_tx += tx;
-        const uint64_t busy = stats[w]->busy_cycles.get(), idle = stats[w]->idle_cycles.get();
+        const uint64_t busy = st.busy_cycles.get(), idle = st.idle_cycles.get();
         std::printf("worker %u: rx %" PRIu64 " pkts, busy %.1f cycles/pkt, %.1f%% busy\n", w, rx,
                     rx ? static_cast<double>(busy) / static_cast<double>(rx) : 0.0,
                     busy + idle
@@ -382,8 +392,10 @@ int cmd_run(const std::string& config) {
     for (auto& [sock, mp] : pools) in_use += rte_mempool_in_use_count(mp);
     std::printf("mbufs in use after shutdown: %u (at start: %u)\n", in_use, pool_start);
     std::fflush(stdout);
-    snap.reset();
+    cp.reset();
     neighbors.reset();
+    for (void* left = nullptr; rte_ring_dequeue(inject, &left) == 0;)
+        rte_pktmbuf_free(static_cast<rte_mbuf*>(left));  // Before their pool goes.
     for (auto& [sock, mp] : pools) rte_mempool_free(mp);
     return 0;
 }

@@ -7,6 +7,8 @@ packages=(
   # Build.
   build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
   libdpdk-dev dpdk libtomlplusplus-dev libpcap-dev
+  # The control plane: the Prometheus exposer (civetweb inside prometheus-cpp-pull).
+  prometheus-cpp-dev
   # dscpgw-hostmark: libbpf, the BPF skeleton generator (libbpf's pkg-config file names libelf/zlib).
   libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
   # Tests and benchmarks.

@@ -655,11 +655,11 @@ TEST(Burst, CountsAndMultiSegmentDropped) {
     EXPECT_EQ(out[0]->pkt_len, 50u + 14 + 20 + 8 + 12 + 32);
     EXPECT_EQ(out[0]->data_len, out[0]->pkt_len);
     EXPECT_EQ(st->rx_pkts[kLan].get(), 4u);
-    EXPECT_EQ(st->class_pkts[0].get(), 1u);
-    EXPECT_EQ(st->class_pkts[1].get(), 2u);
-    EXPECT_EQ(st->class_bytes[1].get(), 2u * (14 + 20 + 8 + 12 + 32))
+    EXPECT_EQ(st->bank[0].class_pkts[0].get(), 1u);
+    EXPECT_EQ(st->bank[0].class_pkts[1].get(), 2u);
+    EXPECT_EQ(st->bank[0].class_bytes[1].get(), 2u * (14 + 20 + 8 + 12 + 32))
         << "bytes as received, before encapsulation";
-    EXPECT_EQ(st->encap_pkts[0].get(), 2u);
+    EXPECT_EQ(st->bank[0].encap_pkts[0].get(), 2u);
     EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::no_route)].get(), 1u);
     EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::multi_segment)].get(), 1u);
     EXPECT_EQ(st->dscp_rewrites.get(), 3u);

@@ -1,0 +1,363 @@
+// Text tables and JSON for the control socket (`dscpgw ctl`), from one Report.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <ctime>
+
+#include "control/report.h"
+
+namespace dscpgw {
+
+namespace {
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, f);
+    std::vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+std::string iso_time(double t) {
+    if (t <= 0) return "never";
+    const time_t s = static_cast<time_t>(t);
+    tm g{};
+    gmtime_r(&s, &g);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &g);
+    return buf;
+}
+
+const char* reload_word(int ok) { return ok < 0 ? "none" : ok ? "ok" : "failed"; }
+
+// The heaviest flows by byte rate, and the most congested by CNP rate (ties by packets).
+std::vector<const FlowReport*> top(const std::vector<FlowReport>& fs, size_t n, bool by_cnp) {
+    std::vector<const FlowReport*> v;
+    for (const FlowReport& f : fs)
+        if (!by_cnp || f.cnps != 0) v.push_back(&f);
+    std::sort(v.begin(), v.end(), [by_cnp](const FlowReport* a, const FlowReport* b) {
+        if (by_cnp)
+            return a->cnps_per_s != b->cnps_per_s ? a->cnps_per_s > b->cnps_per_s
+                                                  : a->cnps > b->cnps;
+        return a->bps != b->bps ? a->bps > b->bps : a->bytes > b->bytes;
+    });
+    if (v.size() > n) v.resize(n);
+    return v;
+}
+
+class Json {
+  public:
+    Json& key(const char* k) {
+        sep();
+        out_ += '"' + json_escape(k) + "\":";
+        comma_ = false;
+        return *this;
+    }
+    Json& raw(const std::string& v) { return value(v); }
+    Json& str(const std::string& v) { return value('"' + json_escape(v) + '"'); }
+    Json& num(uint64_t v) { return value(std::to_string(v)); }
+    Json& dbl(double v) { return value(fmt("%.3f", v)); }
+    Json& boolean(bool v) { return value(v ? "true" : "false"); }
+    Json& open(char c) {
+        sep();
+        out_ += c;
+        comma_ = false;
+        return *this;
+    }
+    Json& close(char c) {
+        out_ += c;
+        comma_ = true;
+        return *this;
+    }
+    std::string take() const { return out_ + "\n"; }
+
+  private:
+    Json& value(const std::string& v) {
+        sep();
+        out_ += v;
+        comma_ = true;
+        return *this;
+    }
+    void sep() {
+        if (comma_) out_ += ',';
+    }
+    std::string out_;
+    bool comma_ = false;  // A value or container just ended: the next one needs a comma.
+};
+
+void json_flow(Json& j, const FlowReport& f) {
+    j.open('{')
+        .key("src").str(f.src)
+        .key("dst").str(f.dst)
+        .key("dest_qp").num(f.dqp)
+        .key("tunnel").str(f.tunnel)
+        .key("direction").str(f.decap ? "decap" : "encap")
+        .key("packets").num(f.pkts)
+        .key("bytes").num(f.bytes)
+        .key("cnps").num(f.cnps)
+        .key("packets_per_second").dbl(f.pps)
+        .key("bytes_per_second").dbl(f.bps)
+        .key("cnps_per_second").dbl(f.cnps_per_s)
+        .key("idle_seconds").dbl(f.idle_s)
+        .close('}');
+}
+
+void json_tunnel(Json& j, const TunnelReport& t) {
+    j.open('{')
+        .key("name").str(t.name)
+        .key("type").str(t.type)
+        .key("vni").num(t.vni)
+        .key("udp_port").num(t.udp_port)
+        .key("local").str(t.local)
+        .key("remote").str(t.remote)
+        .key("outer_port").str(t.outer_port)
+        .key("inner_port").str(t.inner_port)
+        .key("next_hop").str(t.next_hop)
+        .key("next_hop_resolved");
+    if (t.next_hop_resolved < 0)
+        j.raw("null");
+    else
+        j.boolean(t.next_hop_resolved == 1);
+    j.key("encap_packets").num(t.t[kEncapPkts])
+        .key("encap_bytes").num(t.t[kEncapBytes])
+        .key("decap_packets").num(t.t[kDecapPkts])
+        .key("decap_bytes").num(t.t[kDecapBytes])
+        .key("outer_dscp_remarked").num(t.t[kOuterRemarked])
+        .key("ecn_ce_marked").num(t.t[kEcnCeMarked])
+        .key("cnp_encap").num(t.t[kCnpEncap])
+        .key("cnp_decap").num(t.t[kCnpDecap])
+        .key("cnp_encap_per_second").dbl(t.cnp_encap_rate)
+        .key("cnp_decap_per_second").dbl(t.cnp_decap_rate)
+        .close('}');
+}
+
+void json_status(Json& j, const Report& r) {
+    j.key("version").str(r.version)
+        .key("dpdk").str(r.dpdk_version)
+        .key("config").str(r.config_path)
+        .key("generation").num(r.generation)
+        .key("uptime_seconds").dbl(r.now - r.start_time)
+        .key("last_reload").str(iso_time(r.last_reload_time))
+        .key("last_reload_result").str(reload_word(r.last_reload_ok))
+        .key("last_reload_error").str(r.last_reload_error)
+        .key("reloads_ok").num(r.reloads_ok)
+        .key("reloads_failed").num(r.reloads_failed)
+        .key("workers").num(r.workers.size())
+        .key("mbufs_in_use").num(r.mbufs_in_use)
+        .key("mbufs_total").num(r.mbufs_total)
+        .key("ports").open('[');
+    for (const PortReport& p : r.ports) {
+        j.open('{').key("name").str(p.name).key("device").str(p.device).key("role").str(p.role)
+            .key("link_up");
+        if (p.link_up < 0)
+            j.raw("null");
+        else
+            j.boolean(p.link_up == 1);
+        j.key("speed_mbps").num(p.speed_mbps).close('}');
+    }
+    j.close(']');
+}
+
+}  // namespace
+
+std::string json_escape(const std::string& s) {
+    std::string o;
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            o += '\\';
+            o += ch;
+        } else if (c < 0x20) {
+            o += fmt("\\u%04x", c);
+        } else {
+            o += ch;
+        }
+    }
+    return o;
+}
+
+std::string render_json(const Report& r, const std::string& what, size_t n) {
+    Json j;
+    j.open('{');
+    if (what == "status") {
+        json_status(j, r);
+    } else if (what == "stats") {
+        j.key("generation").num(r.generation).key("ports").open('[');
+        for (const PortReport& p : r.ports)
+            j.open('{').key("name").str(p.name)
+                .key("rx_packets").num(p.rx_pkts).key("rx_bytes").num(p.rx_bytes)
+                .key("tx_packets").num(p.tx_pkts).key("tx_bytes").num(p.tx_bytes)
+                .key("device_rx_packets").num(p.eth_ipackets)
+                .key("device_tx_packets").num(p.eth_opackets)
+                .key("device_rx_bytes").num(p.eth_ibytes)
+                .key("device_tx_bytes").num(p.eth_obytes)
+                .key("device_rx_errors").num(p.eth_ierrors)
+                .key("device_tx_errors").num(p.eth_oerrors)
+                .key("device_rx_missed").num(p.eth_imissed)
+                .key("device_rx_nombuf").num(p.eth_rx_nombuf)
+                .close('}');
+        j.close(']').key("classes").open('{');
+        for (const ClassReport& c : r.classes)
+            j.key(c.name.c_str()).open('{').key("packets").num(c.t[0]).key("bytes").num(c.t[1])
+                .close('}');
+        j.close('}').key("unclassified").open('{').key("packets").num(r.unclassified[0])
+            .key("bytes").num(r.unclassified[1]).close('}');
+        j.key("tunnels").open('[');
+        for (const TunnelReport& t : r.tunnels) json_tunnel(j, t);
+        j.close(']').key("drops").open('{');
+        for (const auto& [name, v] : r.drops) j.key(name.c_str()).num(v);
+        j.close('}').key("local").open('{');
+        for (const auto& [name, v] : r.local_replies) j.key(name.c_str()).num(v);
+        j.close('}')
+            .key("dscp_rewrites").num(r.dscp_rewrites)
+            .key("icmp_too_big_sent").num(r.icmp_too_big_sent)
+            .key("icmp_rate_limited").num(r.icmp_rate_limited)
+            .key("tx_failed").num(r.tx_failed)
+            .key("mbufs_in_use").num(r.mbufs_in_use)
+            .key("workers").open('[');
+        for (const WorkerReport& w : r.workers)
+            j.open('{').key("lcore").num(w.lcore).key("rx_packets").num(w.rx_pkts)
+                .key("busy_cycles").num(w.busy_cycles).key("idle_cycles").num(w.idle_cycles)
+                .key("polls").num(w.polls).close('}');
+        j.close(']');
+    } else if (what == "tunnels") {
+        j.key("tunnels").open('[');
+        for (const TunnelReport& t : r.tunnels) json_tunnel(j, t);
+        j.close(']');
+    } else if (what == "classes") {
+        j.key("classes").open('[');
+        for (const ClassReport& c : r.classes) {
+            j.open('{').key("name").str(c.name).key("dscp");
+            if (c.set_dscp < 0)
+                j.str("preserve");
+            else
+                j.num(static_cast<uint64_t>(c.set_dscp));
+            j.key("packets").num(c.t[0]).key("bytes").num(c.t[1]).close('}');
+        }
+        j.close(']');
+    } else if (what == "neighbors") {
+        j.key("neighbors").open('[');
+        for (const NeighborReport& nb : r.neighbors)
+            j.open('{').key("address").str(nb.addr).key("port").str(nb.port).key("mac")
+                .str(nb.mac).key("resolved").boolean(!nb.mac.empty()).key("static")
+                .boolean(nb.is_static).close('}');
+        j.close(']');
+    } else if (what == "flows") {
+        j.key("tracked").num(r.flows.size()).key("slots_per_worker").num(r.flow_slots);
+        j.key("heaviest").open('[');
+        for (const FlowReport* f : top(r.flows, n, false)) json_flow(j, *f);
+        j.close(']').key("most_congested").open('[');
+        for (const FlowReport* f : top(r.flows, n, true)) json_flow(j, *f);
+        j.close(']');
+    }
+    j.close('}');
+    return j.take();
+}
+
+std::string render_text(const Report& r, const std::string& what, size_t n) {
+    std::string o;
+    if (what == "status") {
+        o += fmt("dscpgw %s (DPDK %s), up %.0f s\n", r.version.c_str(), r.dpdk_version.c_str(),
+                 r.now - r.start_time);
+        o += fmt("config      %s, generation %" PRIu64 "\n", r.config_path.c_str(), r.generation);
+        o += fmt("last reload %s: %s (%" PRIu64 " ok, %" PRIu64 " failed since start)\n",
+                 iso_time(r.last_reload_time).c_str(), reload_word(r.last_reload_ok),
+                 r.reloads_ok, r.reloads_failed);
+        if (!r.last_reload_error.empty()) {
+            std::string e = "  " + r.last_reload_error;
+            for (size_t p = e.find('\n'); p != std::string::npos; p = e.find('\n', p + 3))
+                e.replace(p, 1, "\n  ");
+            o += e + "\n";
+        }
+        o += fmt("workers     %zu, mbufs in use %" PRIu64 " of %" PRIu64 "\n", r.workers.size(),
+                 r.mbufs_in_use, r.mbufs_total);
+        for (const PortReport& p : r.ports)
+            o += fmt("port %-12s %-6s %-40s %s\n", p.name.c_str(), p.role.c_str(),
+                     p.device.c_str(),
+                     p.link_up < 0   ? "link unknown"
+                     : p.link_up > 0 ? fmt("link up %u Mbps", p.speed_mbps).c_str()
+                                     : "link down");
+    } else if (what == "stats") {
+        o += fmt("%-12s %14s %16s %14s %16s %10s %10s\n", "PORT", "RX_PKTS", "RX_BYTES",
+                 "TX_PKTS", "TX_BYTES", "RX_MISSED", "ERRORS");
+        for (const PortReport& p : r.ports)
+            o += fmt("%-12s %14" PRIu64 " %16" PRIu64 " %14" PRIu64 " %16" PRIu64 " %10" PRIu64
+                     " %10" PRIu64 "\n",
+                     p.name.c_str(), p.rx_pkts, p.rx_bytes, p.tx_pkts, p.tx_bytes, p.eth_imissed,
+                     p.eth_ierrors + p.eth_oerrors);
+        o += fmt("\n%-20s %14s %16s\n", "CLASS", "PACKETS", "BYTES");
+        for (const ClassReport& c : r.classes)
+            o += fmt("%-20s %14" PRIu64 " %16" PRIu64 "\n", c.name.c_str(), c.t[0], c.t[1]);
+        o += fmt("%-20s %14" PRIu64 " %16" PRIu64 "\n", "(no class)", r.unclassified[0],
+                 r.unclassified[1]);
+        o += fmt("\n%-20s %12s %12s %10s %8s %8s %8s\n", "TUNNEL", "ENCAP_PKTS", "DECAP_PKTS",
+                 "BLEACHED", "CE", "CNP_IN", "CNP_OUT");
+        for (const TunnelReport& t : r.tunnels)
+            o += fmt("%-20s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64
+                     " %8" PRIu64 "\n",
+                     t.name.c_str(), t.t[kEncapPkts], t.t[kDecapPkts], t.t[kOuterRemarked],
+                     t.t[kEcnCeMarked], t.t[kCnpEncap], t.t[kCnpDecap]);
+        o += "\nDROPS\n";
+        uint64_t total = 0;
+        for (const auto& [name, v] : r.drops) {
+            total += v;
+            if (v != 0) o += fmt("  %-22s %12" PRIu64 "\n", name.c_str(), v);
+        }
+        o += fmt("  %-22s %12" PRIu64 "\n", "total", total);
+        o += fmt("\ndscp_rewrites %" PRIu64 ", icmp_too_big_sent %" PRIu64
+                 ", icmp_rate_limited %" PRIu64 ", tx_failed %" PRIu64 "\n",
+                 r.dscp_rewrites, r.icmp_too_big_sent, r.icmp_rate_limited, r.tx_failed);
+        o += fmt("\n%-8s %8s %14s %12s %8s\n", "WORKER", "LCORE", "RX_PKTS", "CYCLES/PKT", "BUSY%");
+        for (size_t w = 0; w < r.workers.size(); ++w) {
+            const WorkerReport& x = r.workers[w];
+            const double all = static_cast<double>(x.busy_cycles + x.idle_cycles);
+            o += fmt("%-8zu %8u %14" PRIu64 " %12.1f %7.1f%%\n", w, x.lcore, x.rx_pkts,
+                     x.rx_pkts ? static_cast<double>(x.busy_cycles) / static_cast<double>(x.rx_pkts)
+                               : 0.0,
+                     all > 0 ? 100.0 * static_cast<double>(x.busy_cycles) / all : 0.0);
+        }
+    } else if (what == "tunnels") {
+        o += fmt("%-16s %-6s %8s %-24s %-24s %-10s %-10s %s\n", "TUNNEL", "TYPE", "VNI", "LOCAL",
+                 "REMOTE", "OUTER", "INNER", "NEXT HOP");
+        for (const TunnelReport& t : r.tunnels)
+            o += fmt("%-16s %-6s %8u %-24s %-24s %-10s %-10s %s\n", t.name.c_str(), t.type.c_str(),
+                     t.vni, t.local.c_str(), t.remote.c_str(), t.outer_port.c_str(),
+                     t.inner_port.c_str(),
+                     t.next_hop_resolved < 0
+                         ? "static MAC"
+                         : (t.next_hop + (t.next_hop_resolved ? " resolved" : " unresolved"))
+                               .c_str());
+    } else if (what == "classes") {
+        o += fmt("%-20s %-9s %14s %16s\n", "CLASS", "DSCP", "PACKETS", "BYTES");
+        for (const ClassReport& c : r.classes)
+            o += fmt("%-20s %-9s %14" PRIu64 " %16" PRIu64 "\n", c.name.c_str(),
+                     c.set_dscp < 0 ? "preserve" : std::to_string(c.set_dscp).c_str(), c.t[0],
+                     c.t[1]);
+    } else if (what == "neighbors") {
+        o += fmt("%-40s %-12s %-18s %s\n", "ADDRESS", "PORT", "MAC", "STATE");
+        for (const NeighborReport& nb : r.neighbors)
+            o += fmt("%-40s %-12s %-18s %s\n", nb.addr.c_str(), nb.port.c_str(),
+                     nb.mac.empty() ? "-" : nb.mac.c_str(),
+                     nb.is_static ? "static" : nb.mac.empty() ? "unresolved" : "resolved");
+    } else if (what == "flows") {
+        if (r.flow_slots == 0) return "flow tracking is off ([metrics] flows = 0)\n";
+        o += fmt("%zu RoCE conversations tracked (%u slots per worker)\n", r.flows.size(),
+                 r.flow_slots);
+        for (const bool by_cnp : {false, true}) {
+            o += by_cnp ? "\nMOST CONGESTED (CNPs per second)\n" : "\nHEAVIEST (bytes per second)\n";
+            o += fmt("%-28s %-28s %8s %-12s %-5s %12s %12s %10s %10s %7s\n", "SRC", "DST",
+                     "DEST_QP", "TUNNEL", "DIR", "PACKETS", "BYTES/S", "CNPS", "CNPS/S", "IDLE_S");
+            for (const FlowReport* f : top(r.flows, n, by_cnp))
+                o += fmt("%-28s %-28s %8u %-12s %-5s %12" PRIu64 " %12.0f %10" PRIu64
+                         " %10.1f %7.1f\n",
+                         f->src.c_str(), f->dst.c_str(), f->dqp, f->tunnel.c_str(),
+                         f->decap ? "out" : "in", f->pkts, f->bps, f->cnps, f->cnps_per_s,
+                         f->idle_s);
+        }
+    }
+    return o;
+}
+
+}  // namespace dscpgw

@@ -1,0 +1,36 @@
+// The control socket: a Unix stream socket, owner-only, one request line per connection and one
+// reply ("OK" or "ERROR" on the first line, then the body), then the server closes.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace dscpgw {
+
+class ControlServer {
+  public:
+    // Creates the socket's directory (mode 0700) when missing and the socket (mode 0600). Refuses
+    // a path where a gateway already answers; replaces a stale socket file. Throws
+    // std::runtime_error saying what is wrong.
+    explicit ControlServer(const std::string& path);
+    ~ControlServer();
+    ControlServer(const ControlServer&) = delete;
+    ControlServer& operator=(const ControlServer&) = delete;
+
+    // Serves the connections that arrive within `timeout_ms` (at most a few per call). `handle`
+    // gets the request line and returns the body; it sets `ok` false for an error reply. A client
+    // that sends nothing for a second is dropped, so none can stall the control thread.
+    void serve(int timeout_ms, const std::function<std::string(const std::string&, bool&)>& handle);
+    const std::string& path() const { return path_; }
+
+  private:
+    std::string path_;
+    int fd_ = -1;
+};
+
+// Client side: sends `request`, returns 0 with the reply body in `body` (error replies: 1, with
+// the body as the message), or 1 with `body` saying why no reply came (no gateway, refused,
+// permission).
+int control_request(const std::string& path, const std::string& request, std::string& body);
+
+}  // namespace dscpgw

@@ -1,0 +1,458 @@
+#include "gateway/control.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_telemetry.h>
+#include <rte_version.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <sstream>
+#include <stdexcept>
+
+#include "control/metrics.h"
+#include "dataplane/neighbor.h"
+
+#ifndef DSCPGW_VERSION
+#define DSCPGW_VERSION "unknown"
+#endif
+
+namespace dscpgw {
+
+namespace {
+
+std::mutex g_instance_mu;  // Guards g_instance against the telemetry thread.
+ControlPlane* g_instance = nullptr;
+
+double unix_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// civetweb's listening_ports: "ADDR:PORT", "[V6]:PORT", or "PORT" for every address.
+std::string civet_port(const std::string& listen) {
+    if (listen.rfind("*:", 0) == 0) return listen.substr(2);
+    if (listen.rfind(":", 0) == 0) return listen.substr(1);
+    return listen;
+}
+
+class Collector : public prometheus::Collectable {
+  public:
+    explicit Collector(std::function<std::vector<prometheus::MetricFamily>()> f)
+        : f_(std::move(f)) {}
+    std::vector<prometheus::MetricFamily> Collect() const override { return f_(); }
+
+  private:
+    std::function<std::vector<prometheus::MetricFamily>()> f_;
+};
+
+void log_line(const std::string& s) {
+    std::printf("dscpgw: %s\n", s.c_str());
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
+    const size_t workers = std::max<size_t>(setup_.worker_lcores.size(), 1);
+    for (size_t w = 0; w < workers; ++w) {
+        stats_.push_back(std::make_unique<WorkerStats>());
+        if (setup_.cfg.flow_entries != 0)
+            flows_.push_back(std::make_unique<FlowTable>(setup_.cfg.flow_entries));
+    }
+    const size_t sz = rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(workers));
+    rcu_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("dscpgw_rcu", sz, RTE_CACHE_LINE_SIZE));
+    if (rcu_ == nullptr || rte_rcu_qsbr_init(rcu_, static_cast<uint32_t>(workers)) != 0)
+        throw std::runtime_error("cannot allocate the RCU state: " +
+                                 std::string(rte_strerror(rte_errno)));
+    published_.store(setup_.snap.get(), std::memory_order_release);
+    start_time_ = last_reload_time_ = unix_now();
+    link_state_.assign(setup_.eth_port.size(), -1);
+
+    server_ = std::make_unique<ControlServer>(setup_.cfg.control_socket);
+    if (!setup_.cfg.metrics_listen.empty()) {
+        collectable_ = std::make_shared<Collector>([this] {
+            std::lock_guard<std::mutex> g(mu_);
+            return metric_families(gather());
+        });
+        try {
+            exposer_ = std::make_unique<prometheus::Exposer>(
+                civet_port(setup_.cfg.metrics_listen), 1);
+        } catch (const std::exception& e) {
+            throw std::runtime_error("[metrics] listen = \"" + setup_.cfg.metrics_listen +
+                                     "\": cannot listen there: " + e.what());
+        }
+        exposer_->RegisterCollectable(collectable_, "/metrics");
+        log_line("metrics: http://" + setup_.cfg.metrics_listen + "/metrics");
+    }
+    {
+        std::lock_guard<std::mutex> g(g_instance_mu);
+        g_instance = this;
+    }
+    static bool registered = false;  // rte_telemetry cannot unregister; once per process.
+    if (!registered) {
+        registered = true;
+        rte_telemetry_register_cmd("/dscpgw/stats", telemetry,
+                                   "dscpgw counters: totals, drops by reason, per class and port");
+        rte_telemetry_register_cmd("/dscpgw/tunnels", telemetry,
+                                   "dscpgw tunnels with their counters");
+        rte_telemetry_register_cmd("/dscpgw/classes", telemetry,
+                                   "dscpgw classes: DSCP set, packets, bytes");
+        rte_telemetry_register_cmd("/dscpgw/config", telemetry,
+                                   "dscpgw running configuration: file, generation, last reload");
+    }
+    log_line("control socket " + server_->path());
+}
+
+ControlPlane::~ControlPlane() {
+    {
+        std::lock_guard<std::mutex> g(g_instance_mu);
+        g_instance = nullptr;
+    }
+    exposer_.reset();  // Stops the HTTP threads before what they read goes.
+    collectable_.reset();
+    server_.reset();
+    rte_free(rcu_);
+}
+
+Report ControlPlane::gather() {
+    const Snapshot& s = *setup_.snap;
+    std::vector<const WorkerStats*> ws;
+    for (auto& st : stats_) ws.push_back(st.get());
+    Report r;
+    r.version = DSCPGW_VERSION;
+    r.dpdk_version = rte_version();
+    if (r.dpdk_version.rfind("DPDK ", 0) == 0) r.dpdk_version.erase(0, 5);
+    r.config_path = setup_.cfg.path;
+    r.start_time = start_time_;
+    r.now = unix_now();
+    r.last_reload_time = last_reload_time_;
+    r.last_reload_ok = last_reload_ok_ ? 1 : 0;
+    r.last_reload_error = last_reload_error_;
+    r.reloads_ok = reloads_ok_;
+    r.reloads_failed = reloads_failed_;
+    r.tsc_hz = rte_get_tsc_hz();
+    fill_counters(r, s, totals_, ws);
+    for (size_t i = 0; i < setup_.eth_port.size(); ++i) {
+        PortReport& p = r.ports[i];
+        rte_eth_stats es{};
+        if (rte_eth_stats_get(setup_.eth_port[i], &es) == 0) {
+            p.eth_ipackets = es.ipackets;
+            p.eth_opackets = es.opackets;
+            p.eth_ibytes = es.ibytes;
+            p.eth_obytes = es.obytes;
+            p.eth_ierrors = es.ierrors;
+            p.eth_oerrors = es.oerrors;
+            p.eth_imissed = es.imissed;
+            p.eth_rx_nombuf = es.rx_nombuf;
+        }
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(setup_.eth_port[i], &link) == 0) {
+            p.link_up = link.link_status ? 1 : 0;
+            p.speed_mbps = link.link_status ? link.link_speed : 0;
+        }
+    }
+    for (size_t w = 0; w < r.workers.size(); ++w) {
+        r.workers[w].lcore = w < setup_.worker_lcores.size() ? setup_.worker_lcores[w] : 0;
+        if (!flows_.empty()) r.workers[w].flow_evictions = flows_[w]->evictions();
+    }
+    for (size_t t = 0; t < s.tunnels.size(); ++t) {
+        TunnelReport& tr = r.tunnels[t];
+        const TunnelConf& tc = s.tunnels[t];
+        if (tc.neighbor >= 0) {
+            const Neighbor& n = setup_.neighbors->at(static_cast<size_t>(tc.neighbor));
+            tr.next_hop = format_ip(n.family, n.addr.data());
+            tr.next_hop_resolved = (n.mac.load(std::memory_order_relaxed) & kNeighborValid) ? 1 : 0;
+        }
+        if (auto it = cnp_rate_.find(tr.name); it != cnp_rate_.end()) {
+            tr.cnp_encap_rate = it->second.first;
+            tr.cnp_decap_rate = it->second.second;
+        }
+    }
+    const NeighborTable& nt = *setup_.neighbors;
+    for (size_t i = 0; i < nt.size(); ++i) {
+        const Neighbor& n = nt.at(i);
+        NeighborReport nr;
+        nr.addr = format_ip(n.family, n.addr.data());
+        nr.port = n.port < s.ports.size() ? s.ports[n.port].name : "?";
+        nr.is_static = n.is_static;
+        const uint64_t mac = n.mac.load(std::memory_order_relaxed);
+        if (mac & kNeighborValid) {
+            std::array<uint8_t, 6> m{};
+            unpack_mac(mac, m.data());
+            nr.mac = format_mac(m);
+        }
+        r.neighbors.push_back(std::move(nr));
+    }
+    r.probes_sent = setup_.nctl.probes_sent;
+    r.probes_failed = setup_.nctl.probes_failed;
+    r.neighbors_expired = setup_.nctl.expired;
+    for (rte_mempool* mp : setup_.pools) {
+        r.mbufs_in_use += rte_mempool_in_use_count(mp);
+        r.mbufs_total += mp->size;
+    }
+    r.flow_slots = flows_.empty() ? 0 : flows_[0]->size();
+    r.flows = agg_.report(s);
+    return r;
+}
+
+bool ControlPlane::reload(std::string& msg) {
+    std::lock_guard<std::mutex> g(mu_);
+    last_reload_time_ = unix_now();
+    const auto fail = [&](const std::string& why) {
+        last_reload_ok_ = false;
+        last_reload_error_ = why;
+        ++reloads_failed_;
+        msg = "reload refused, the running configuration (generation " +
+              std::to_string(setup_.snap->generation) + ") is unchanged:\n" + why;
+        return false;
+    };
+    Config next;
+    try {
+        next = load_config(setup_.cfg.path);
+    } catch (const ConfigError& e) {
+        return fail(e.what());
+    }
+    const std::vector<std::string> why = restart_reasons(setup_.cfg, next);
+    if (!why.empty()) {
+        std::string all = "these changes need a restart of the gateway (dscpgw run):";
+        for (const auto& w : why) all += "\n  " + w;
+        return fail(all);
+    }
+    for (size_t i = 0; i < next.ports.size(); ++i)
+        next.ports[i].tx_udp_cksum_offload = setup_.cfg.ports[i].tx_udp_cksum_offload;
+    std::unique_ptr<Snapshot> snap;
+    try {
+        snap = build_snapshot(next, setup_.macs, *setup_.neighbors);
+    } catch (const std::exception& e) {
+        return fail(e.what());
+    }
+    snap->bank = static_cast<uint8_t>(setup_.snap->bank ^ 1);
+    // Publish, then wait until every worker has finished the poll it may have begun under the
+    // old snapshot; only then is the old one (and its counter bank) no longer in use.
+    published_.store(snap.get(), std::memory_order_release);
+    rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
+    std::vector<WorkerStats*> ws;
+    for (auto& st : stats_) ws.push_back(st.get());
+    totals_.fold(*setup_.snap, ws);
+    std::swap(setup_.snap, snap);
+    setup_.cfg = std::move(next);
+    snap.reset();  // The retired snapshot: its tables are freed here, off the fast path.
+    last_reload_ok_ = true;
+    last_reload_error_.clear();
+    ++reloads_ok_;
+    const Snapshot& s = *setup_.snap;
+    msg = "reloaded " + setup_.cfg.path + ": generation " + std::to_string(s.generation) + ", " +
+          std::to_string(s.classes.size()) + " classes, " + std::to_string(s.tunnels.size()) +
+          " tunnels\n";
+    return true;
+}
+
+std::string ControlPlane::handle(const std::string& request, bool& ok) {
+    std::istringstream in(request);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    static const char* kUsage =
+        "commands: status | stats | tunnels | classes | neighbors | flows [--top N] | reload; "
+        "--json after a view command gives JSON\n";
+    if (words.empty()) {
+        ok = false;
+        return std::string("empty request; ") + kUsage;
+    }
+    const std::string cmd = words[0];
+    if (cmd == "reload") {
+        if (words.size() != 1) {
+            ok = false;
+            return "reload takes no arguments\n";
+        }
+        std::string msg;
+        ok = reload(msg);
+        log_line(ok ? msg.substr(0, msg.size() - 1) : msg);
+        return msg + (ok ? "" : "\n");
+    }
+    bool json = false;
+    size_t top = 20;
+    for (size_t i = 1; i < words.size(); ++i) {
+        if (words[i] == "--json") {
+            json = true;
+        } else if (words[i] == "--top" && cmd == "flows" && i + 1 < words.size()) {
+            char* end = nullptr;
+            const unsigned long n = std::strtoul(words[i + 1].c_str(), &end, 10);
+            if (*end != '\0' || n == 0 || n > 10000) {
+                ok = false;
+                return "--top needs a number 1..10000\n";
+            }
+            top = n;
+            ++i;
+        } else {
+            ok = false;
+            return "unknown argument \"" + words[i] + "\" for " + cmd + "\n";
+        }
+    }
+    if (cmd != "status" && cmd != "stats" && cmd != "tunnels" && cmd != "classes" &&
+        cmd != "neighbors" && cmd != "flows") {
+        ok = false;
+        return "unknown command \"" + cmd + "\"; " + kUsage;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    const Report r = gather();
+    return json ? render_json(r, cmd, top) : render_text(r, cmd, top);
+}
+
+void ControlPlane::periodic() {
+    const uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        maintain_neighbors(*setup_.neighbors, *setup_.snap, setup_.nctl, now, hz);
+        if (now - last_flow_tsc_ >= hz) {
+            const double dt = last_flow_tsc_ == 0
+                                  ? 0
+                                  : static_cast<double>(now - last_flow_tsc_) /
+                                        static_cast<double>(hz);
+            last_flow_tsc_ = now;
+            std::vector<const FlowTable*> tables;
+            for (auto& f : flows_) tables.push_back(f.get());
+            agg_.sample(tables, now, hz);
+            // CNPs per second per tunnel, from the exact per-name counters.
+            std::vector<const WorkerStats*> ws;
+            for (auto& st : stats_) ws.push_back(st.get());
+            const auto tt = totals_.tunnels(*setup_.snap, ws);
+            for (size_t t = 0; t < tt.size(); ++t) {
+                const std::string& name = setup_.snap->tunnels[t].name;
+                auto& prev = cnp_prev_[name];
+                const std::pair<uint64_t, uint64_t> cur{tt[t][kCnpEncap], tt[t][kCnpDecap]};
+                if (dt > 0)
+                    cnp_rate_[name] = {static_cast<double>(cur.first - prev.first) / dt,
+                                       static_cast<double>(cur.second - prev.second) / dt};
+                prev = cur;
+            }
+        }
+    }
+    if (now - last_tick_tsc_ >= hz) {
+        last_tick_tsc_ = now;
+        for (size_t i = 0; i < setup_.eth_port.size(); ++i) {
+            rte_eth_link link{};
+            if (rte_eth_link_get_nowait(setup_.eth_port[i], &link) != 0) continue;
+            const int up = link.link_status;
+            if (up == link_state_[i]) continue;
+            link_state_[i] = up;
+            const PortConf& pc = setup_.cfg.ports[i];
+            char buf[160];
+            if (up)
+                std::snprintf(buf, sizeof buf, "port %s: link up, %u Mbps, %s duplex",
+                              pc.name.c_str(), link.link_speed,
+                              link.link_duplex ? "full" : "half");
+            else
+                std::snprintf(buf, sizeof buf, "port %s: link down", pc.name.c_str());
+            log_line(buf);
+        }
+    }
+}
+
+void ControlPlane::run_once(int wait_ms) {
+    server_->serve(wait_ms, [this](const std::string& req, bool& ok) { return handle(req, ok); });
+    periodic();
+}
+
+void ControlPlane::print_summary(std::FILE* out) {
+    std::lock_guard<std::mutex> g(mu_);
+    const Report r = gather();
+    print_counters(out, r);
+    print_neighbors(out, *setup_.neighbors, *setup_.snap);
+}
+
+int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
+    std::lock_guard<std::mutex> gi(g_instance_mu);
+    ControlPlane* cp = g_instance;
+    if (cp == nullptr) return -EAGAIN;
+    std::lock_guard<std::mutex> g(cp->mu_);
+    const Report r = cp->gather();
+    const std::string c = cmd;
+    rte_tel_data_start_dict(d);
+    const auto u64 = [](rte_tel_data* t, const std::string& k, uint64_t v) {
+        rte_tel_data_add_dict_u64(t, k.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), v);
+    };
+    const auto dict = [](rte_tel_data* t, const std::string& name, rte_tel_data* sub) {
+        if (rte_tel_data_add_dict_container(t, name.c_str(), sub, 0) != 0) rte_tel_data_free(sub);
+    };
+    if (c == "/dscpgw/stats") {
+        u64(d, "generation", r.generation);
+        u64(d, "dscp_rewrites", r.dscp_rewrites);
+        u64(d, "icmp_too_big_sent", r.icmp_too_big_sent);
+        u64(d, "tx_failed", r.tx_failed);
+        u64(d, "mbufs_in_use", r.mbufs_in_use);
+        u64(d, "unclassified_packets", r.unclassified[0]);
+        rte_tel_data* drops = rte_tel_data_alloc();
+        rte_tel_data_start_dict(drops);
+        for (const auto& [name, v] : r.drops) u64(drops, name, v);
+        dict(d, "drops", drops);
+        rte_tel_data* cp_ = rte_tel_data_alloc();
+        rte_tel_data* cb = rte_tel_data_alloc();
+        rte_tel_data_start_dict(cp_);
+        rte_tel_data_start_dict(cb);
+        for (const ClassReport& k : r.classes) {
+            u64(cp_, k.name, k.t[0]);
+            u64(cb, k.name, k.t[1]);
+        }
+        dict(d, "class_packets", cp_);
+        dict(d, "class_bytes", cb);
+        rte_tel_data* rx = rte_tel_data_alloc();
+        rte_tel_data* tx = rte_tel_data_alloc();
+        rte_tel_data_start_dict(rx);
+        rte_tel_data_start_dict(tx);
+        for (const PortReport& p : r.ports) {
+            u64(rx, p.name, p.rx_pkts);
+            u64(tx, p.name, p.tx_pkts);
+        }
+        dict(d, "port_rx_packets", rx);
+        dict(d, "port_tx_packets", tx);
+    } else if (c == "/dscpgw/tunnels") {
+        for (const TunnelReport& t : r.tunnels) {
+            rte_tel_data* x = rte_tel_data_alloc();
+            rte_tel_data_start_dict(x);
+            rte_tel_data_add_dict_string(x, "type", t.type.c_str());
+            u64(x, "vni", t.vni);
+            rte_tel_data_add_dict_string(x, "remote", t.remote.c_str());
+            u64(x, "encap_packets", t.t[kEncapPkts]);
+            u64(x, "encap_bytes", t.t[kEncapBytes]);
+            u64(x, "decap_packets", t.t[kDecapPkts]);
+            u64(x, "decap_bytes", t.t[kDecapBytes]);
+            u64(x, "outer_dscp_remarked", t.t[kOuterRemarked]);
+            u64(x, "ecn_ce_marked", t.t[kEcnCeMarked]);
+            u64(x, "cnp_encap", t.t[kCnpEncap]);
+            u64(x, "cnp_decap", t.t[kCnpDecap]);
+            dict(d, t.name, x);
+        }
+    } else if (c == "/dscpgw/classes") {
+        for (const ClassReport& k : r.classes) {
+            rte_tel_data* x = rte_tel_data_alloc();
+            rte_tel_data_start_dict(x);
+            rte_tel_data_add_dict_int(x, "dscp", k.set_dscp);
+            u64(x, "packets", k.t[0]);
+            u64(x, "bytes", k.t[1]);
+            dict(d, k.name, x);
+        }
+    } else {  // /dscpgw/config
+        rte_tel_data_add_dict_string(d, "path", r.config_path.substr(0, 127).c_str());
+        u64(d, "generation", r.generation);
+        rte_tel_data_add_dict_string(d, "last_reload_result",
+                                     r.last_reload_ok ? "success" : "failure");
+        rte_tel_data_add_dict_string(
+            d, "last_reload_error",
+            r.last_reload_error.substr(0, r.last_reload_error.find('\n')).substr(0, 127).c_str());
+        u64(d, "reloads_ok", r.reloads_ok);
+        u64(d, "reloads_failed", r.reloads_failed);
+        u64(d, "classes", r.classes.size());
+        u64(d, "tunnels", r.tunnels.size());
+        rte_tel_data_add_dict_string(d, "version", r.version.c_str());
+    }
+    return 0;
+}
+
+}  // namespace dscpgw

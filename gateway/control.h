@@ -1,0 +1,99 @@
+// The control thread of `dscpgw run`: owns the running config and snapshot, reloads (control
+// socket, SIGHUP), neighbor probing, flow sampling, and serves the control socket, the Prometheus
+// endpoint and DPDK telemetry. Workers never wait on it; it waits on them only in
+// rte_rcu_qsbr_synchronize() after publishing a snapshot, which takes one poll of each worker.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "control/flows.h"
+#include "control/neighbors.h"
+#include "control/report.h"
+#include "control/socket.h"
+#include "dataplane/flow_table.h"
+#include "dataplane/stats.h"
+
+struct rte_mempool;
+struct rte_rcu_qsbr;
+struct rte_tel_data;
+
+namespace prometheus {
+class Exposer;
+class Collectable;
+}  // namespace prometheus
+
+namespace dscpgw {
+
+class NeighborTable;
+
+struct ControlSetup {
+    Config cfg;  // As loaded and adjusted by port setup (tx_udp_cksum_offload).
+    std::unique_ptr<Snapshot> snap;
+    std::vector<std::array<uint8_t, 6>> macs;
+    std::vector<uint16_t> eth_port;
+    std::vector<unsigned> worker_lcores;  // Lcore of each worker.
+    std::vector<rte_mempool*> pools;
+    NeighborTable* neighbors = nullptr;
+    NeighborControl nctl;
+};
+
+class ControlPlane {
+  public:
+    // Starts the control socket, the Prometheus endpoint and telemetry; throws std::runtime_error
+    // with a message for the operator when one cannot start.
+    explicit ControlPlane(ControlSetup setup);
+    ~ControlPlane();
+
+    // What workers read: the published snapshot and the RCU variable guarding its replacement.
+    const std::atomic<const Snapshot*>* published() const { return &published_; }
+    rte_rcu_qsbr* rcu() const { return rcu_; }
+    WorkerStats* stats(unsigned w) { return stats_[w].get(); }
+    FlowTable* flows(unsigned w) { return flows_.empty() ? nullptr : flows_[w].get(); }
+    size_t workers() const { return stats_.size(); }
+
+    // One round of the control loop: serves the socket for up to `wait_ms`, then periodic work.
+    void run_once(int wait_ms);
+    // Reload from the config file; returns true when the new config is live. `msg` says what
+    // happened (errors: the file:line:column list or the restart reasons).
+    bool reload(std::string& msg);
+
+    // The final summary (`run` prints it on exit).
+    void print_summary(std::FILE* out);
+    const NeighborControl& neighbor_control() const { return setup_.nctl; }
+
+    // Telemetry callbacks (rte_telemetry has no user pointer: they find the one instance).
+    static int telemetry(const char* cmd, const char* params, rte_tel_data* d);
+
+  private:
+    Report gather();  // Caller holds mu_.
+    std::string handle(const std::string& request, bool& ok);
+    void periodic();
+
+    mutable std::mutex mu_;  // Control thread, exposer threads, telemetry thread.
+    ControlSetup setup_;
+    std::atomic<const Snapshot*> published_{nullptr};
+    rte_rcu_qsbr* rcu_ = nullptr;
+    std::vector<std::unique_ptr<WorkerStats>> stats_;
+    std::vector<std::unique_ptr<FlowTable>> flows_;
+    NamedTotals totals_;
+    FlowAggregator agg_;
+    double start_time_ = 0, last_reload_time_ = 0;
+    bool last_reload_ok_ = true;
+    std::string last_reload_error_;
+    uint64_t reloads_ok_ = 0, reloads_failed_ = 0;
+    uint64_t last_tick_tsc_ = 0, last_flow_tsc_ = 0;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> cnp_prev_;   // Tunnel -> (encap, decap).
+    std::map<std::string, std::pair<double, double>> cnp_rate_;
+    std::vector<int> link_state_;
+    std::unique_ptr<ControlServer> server_;
+    std::shared_ptr<prometheus::Collectable> collectable_;
+    std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+}  // namespace dscpgw
