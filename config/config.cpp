@@ -808,6 +808,7 @@ std::vector<std::string> restart_reasons(const Config& a, const Config& b) {
     if (a.eal_args != b.eal_args) why.emplace_back("[eal] args changed");
     if (a.workers != b.workers) why.emplace_back("[gateway] workers changed");
     if (a.flow_entries != b.flow_entries) why.emplace_back("[metrics] flows changed");
+    if (a.metrics_listen != b.metrics_listen) why.emplace_back("[metrics] listen changed");
     if (a.control_socket != b.control_socket) why.emplace_back("[control] socket changed");
     if (a.ports.size() != b.ports.size()) {
         why.emplace_back("the number of [[ports]] changed");

@@ -75,6 +75,7 @@ def inner_frame(size):
 
 def run_dscpgw(binary, cfg_text, tmp, seconds):
     cfg = os.path.join(tmp, "bench.toml")
+    cfg_text += f'\n[control]\nsocket = "{tmp}/bench.sock"\n'
     with open(cfg, "w") as f:
         f.write(cfg_text)
     p = subprocess.Popen([binary, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

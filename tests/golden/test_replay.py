@@ -747,6 +747,7 @@ def run_on_pcap_vdevs_matches_replay_and_stops_cleanly():
     text = text.replace('device = "net_null1"', f'device = "net_pcap1,rx_pcap={wan_in},tx_pcap={wan_out}"')
     text = text.replace('device = "net_null2"', 'device = "net_null2,no-rx=1"')
     text = f'[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}"]\n' + text
+    text += f'\n[control]\nsocket = "{TMP}/run.sock"\n'
     with open(cfg, "w") as f:
         f.write(text)
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -793,7 +794,7 @@ def run_two_workers_share_nothing():
     # Three lcores on however many CPUs there are: the main one and two workers.
     with open(cfg, "w") as f:
         f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
-                '[gateway]\nworkers = 2\n' + text)
+                '[gateway]\nworkers = 2\n' + text + f'\n[control]\nsocket = "{TMP}/w2.sock"\n')
     p = subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)
     p.send_signal(signal.SIGTERM)
@@ -824,6 +825,8 @@ def run_two_workers_share_nothing():
 RING_MEMIF_CONFIG = """
 [eal]
 args = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}", "--file-prefix", "dscpgw-{tag}"]
+[control]
+socket = "{tmp}/{tag}.sock"
 [[ports]]
 name = "lan"
 role = "inner"
@@ -854,7 +857,7 @@ def start_run(tag, lan_mtu=1500, wan_mtu=1600, **kw):
     lcores = "0,1" if (os.cpu_count() or 1) >= 2 else "0"
     cfg = os.path.join(TMP, f"{tag}.toml")
     with open(cfg, "w") as f:
-        f.write(RING_MEMIF_CONFIG.format(lcores=lcores, tag=tag, lan_mtu=lan_mtu, wan_mtu=wan_mtu, **kw))
+        f.write(RING_MEMIF_CONFIG.format(lcores=lcores, tag=tag, tmp=TMP, lan_mtu=lan_mtu, wan_mtu=wan_mtu, **kw))
     return subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 

@@ -112,7 +112,7 @@ def main():
         cfg = os.path.join(TMP, "interop.toml")
         with open(cfg, "w") as f:
             f.write(CONFIG.format(lcores="0,1" if (os.cpu_count() or 1) >= 2 else "0", gi=GI, gc=GC,
-                                  vc_mac=vc_mac))
+                                  vc_mac=vc_mac) + f'\n[control]\nsocket = "{TMP}/gw.sock"\n')
         gw_log = open(os.path.join(TMP, "dscpgw.log"), "w+")
         gw = subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=gw_log, stderr=subprocess.STDOUT)
         time.sleep(3)
@@ -242,7 +242,7 @@ def main():
             text = text.replace('next_hop = "198.18.0.2"', f'next_hop = "198.18.0.2"\ninner_mac = "{vx_mac}"')
             rcfg = os.path.join(TMP, "routed.toml")
             with open(rcfg, "w") as f:
-                f.write(text)
+                f.write(text + f'\n[control]\nsocket = "{TMP}/routed.sock"\n')
             sh(f"ip link set {GI} mtu 1500")
             ns(NS_IDC, f"ip neigh del 10.20.0.9 dev {VI}")
             ns(NS_IDC, f"ip route replace 10.20.0.0/24 via 10.10.0.1 dev {VI}")
@@ -314,6 +314,8 @@ routes = ["10.30.0.0/16"]
 name = "roce-data"
 match = {{ udp_dst_port = 4791 }}
 dscp = 26
+[control]
+socket = "{TMP}/tap.sock"
 """)
             log3 = open(os.path.join(TMP, "dscpgw-tap.log"), "w+")
             g3 = subprocess.Popen([DSCPGW, "run", "--config", tcfg], stdout=log3, stderr=subprocess.STDOUT)

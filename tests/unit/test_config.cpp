@@ -61,7 +61,13 @@ TEST(Config, ErrorsNameKeyAndPosition) {
     } cases[] = {
         {"[gateway]\nx = 1\n", "t.toml:2:5: gateway.x: unknown key"},
         {"[gateway]\nworkers = 0\n", "gateway.workers: 0 is out of range 1..128"},
-        {"[metrics]\n", "t.toml:1:1: metrics: unknown key"},
+        {"[metric]\n", "t.toml:1:1: metric: unknown key"},
+        {"[metrics]\nlisten = \"9550\"\n", "t.toml:2:10: metrics.listen: expected \"ADDRESS:PORT\""},
+        {"[metrics]\nlisten = \"127.0.0.1:0\"\n", "metrics.listen: expected"},
+        {"[metrics]\nlisten = \"localhost:9550\"\n", "metrics.listen: expected"},
+        {"[metrics]\nflows = 70000\n", "metrics.flows: 70000 is out of range 0..65536"},
+        {"[metrics]\nport = 1\n", "metrics.port: unknown key"},
+        {"[control]\nsocket = \"run/x.sock\"\n", "control.socket: expected an absolute path"},
         {std::string(kPorts) + "[[ports]]\nname = \"lan\"\nrole = \"inner\"\ndevice = \"c\"\n",
          "t.toml:12:8: ports[2].name: duplicate port name \"lan\""},
         {std::string(kPorts) +
@@ -105,6 +111,55 @@ TEST(Config, ErrorsNameKeyAndPosition) {
         EXPECT_NE(err.find(c.expect), std::string::npos) << "expected \"" << c.expect << "\" in:\n"
                                                          << err;
     }
+}
+
+TEST(Config, MetricsAndControlSections) {
+    const Config d = parse_config(kPorts, "t.toml");
+    EXPECT_EQ(d.metrics_listen, "");
+    EXPECT_EQ(d.control_socket, kDefaultControlSocket);
+    EXPECT_EQ(d.flow_entries, kDefaultFlowEntries);
+    for (const char* l : {"127.0.0.1:9550", "[::1]:9550", "*:9550", ":9550", "0.0.0.0:1"}) {
+        const Config c = parse_config(std::string(kPorts) + "[metrics]\nlisten = \"" + l +
+                                          "\"\nflows = 0\n[control]\nsocket = \"/tmp/g.sock\"\n",
+                                      "t.toml");
+        EXPECT_EQ(c.metrics_listen, l);
+        EXPECT_EQ(c.flow_entries, 0u);
+        EXPECT_EQ(c.control_socket, "/tmp/g.sock");
+    }
+}
+
+// What a reload may change live, and what needs a restart (gateway/control.cpp refuses those).
+TEST(Config, RestartReasons) {
+    const std::string base = std::string(kPorts) +
+                             "[[classes]]\nname = \"c\"\nmatch = { udp_dst_port = 4791 }\n"
+                             "dscp = 26\n";
+    const Config a = parse_config(base, "t.toml");
+    EXPECT_TRUE(restart_reasons(a, parse_config(base, "t.toml")).empty());
+    // Classes, DSCP values, tunnels, routes: live.
+    std::string live = base;
+    live.replace(live.find("dscp = 26"), 9, "dscp = 46");
+    live += "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\nremote = \"198.18.0.2\"\n"
+            "next_hop_mac = \"02:00:00:00:00:01\"\nroutes = [\"10.0.0.0/8\"]\n";
+    EXPECT_TRUE(restart_reasons(a, parse_config(live, "t.toml")).empty());
+    const struct {
+        std::string text, expect;
+    } cases[] = {
+        {"[gateway]\nworkers = 2\n" + base, "[gateway] workers changed"},
+        {"[eal]\nargs = [\"-l\", \"0\"]\n" + base, "[eal] args changed"},
+        {"[metrics]\nflows = 64\n" + base, "[metrics] flows changed"},
+        {"[metrics]\nlisten = \"127.0.0.1:9\"\n" + base, "[metrics] listen changed"},
+        {"[control]\nsocket = \"/tmp/x\"\n" + base, "[control] socket changed"},
+    };
+    for (const auto& c : cases) {
+        const auto why = restart_reasons(a, parse_config(c.text, "t.toml"));
+        ASSERT_EQ(why.size(), 1u) << c.text;
+        EXPECT_EQ(why[0], c.expect);
+    }
+    std::string dev = base;
+    dev.replace(dev.find("device = \"a\""), 12, "device = \"z\"");
+    auto why = restart_reasons(a, parse_config(dev, "t.toml"));
+    ASSERT_EQ(why.size(), 1u);
+    EXPECT_NE(why[0].find("device changed"), std::string::npos) << why[0];
 }
 
 TEST(Config, AllProblemsReportedAtOnce) {

@@ -1,0 +1,233 @@
+// The control plane's EAL-free parts: counters kept per name across reloads, the RoCE flow table
+// and its aggregation, the Prometheus families, and the control socket.
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include "control/flows.h"
+#include "control/metrics.h"
+#include "control/report.h"
+#include "control/socket.h"
+
+namespace dscpgw {
+namespace {
+
+std::unique_ptr<Snapshot> snap_with(std::vector<std::string> classes,
+                                    std::vector<std::string> tunnels, uint8_t bank) {
+    auto s = std::make_unique<Snapshot>();
+    s->bank = bank;
+    for (auto& c : classes) {
+        ClassRule r;
+        r.name = c;
+        s->classes.push_back(r);
+    }
+    for (auto& t : tunnels) {
+        TunnelConf tc;
+        tc.name = t;
+        s->tunnels.push_back(tc);
+    }
+    PortConf p;
+    p.name = "lan";
+    s->ports.push_back(p);
+    return s;
+}
+
+// A reload moves "y" from index 1 to index 0 and drops "x": its counters follow the name, none
+// are lost or double-counted, and the retired bank is cleared for the snapshot after next.
+TEST(NamedTotals, CountersFollowNamesAcrossReloads) {
+    auto w0 = std::make_unique<WorkerStats>(), w1 = std::make_unique<WorkerStats>();
+    std::vector<WorkerStats*> ws{w0.get(), w1.get()};
+    const std::vector<const WorkerStats*> cws{w0.get(), w1.get()};
+    auto a = snap_with({"x", "y"}, {"t1", "t2"}, 0);
+    w0->bank[0].class_pkts[0].add(5);
+    w1->bank[0].class_pkts[1].add(7);
+    w1->bank[0].class_bytes[1].add(700);
+    w0->bank[0].class_pkts[kNoClass].add(3);
+    w0->bank[0].encap_pkts[1].add(11);
+    w1->bank[0].cnp_decap[1].add(2);
+    NamedTotals t;
+    EXPECT_EQ(t.classes(*a, cws)[1][0], 7u);
+    auto b = snap_with({"y", "z"}, {"t2"}, 1);
+    t.fold(*a, ws);
+    for (WorkerStats* w : ws) {
+        EXPECT_EQ(w->bank[0].class_pkts[0].get(), 0u);
+        EXPECT_EQ(w->bank[0].class_pkts[1].get(), 0u);
+        EXPECT_EQ(w->bank[0].encap_pkts[1].get(), 0u);
+    }
+    w0->bank[1].class_pkts[0].add(2);
+    w0->bank[1].class_bytes[0].add(200);
+    w0->bank[1].encap_pkts[0].add(1);
+    const auto c = t.classes(*b, cws);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0][0], 9u);    // y: 7 before the reload, 2 after.
+    EXPECT_EQ(c[0][1], 900u);
+    EXPECT_EQ(c[1][0], 0u);    // z: new.
+    EXPECT_EQ(t.unclassified(*b, cws)[0], 3u);
+    const auto tt = t.tunnels(*b, cws);
+    ASSERT_EQ(tt.size(), 1u);
+    EXPECT_EQ(tt[0][kEncapPkts], 12u);
+    EXPECT_EQ(tt[0][kCnpDecap], 2u);
+    // "x" comes back in a later reload: it continues from where it was.
+    auto c2 = snap_with({"x"}, {}, 0);
+    t.fold(*b, ws);
+    EXPECT_EQ(t.classes(*c2, cws)[0][0], 5u);
+}
+
+FlowKey key(uint8_t last, uint32_t qp) {
+    FlowKey k;
+    k.family = 4;
+    k.src[0] = 10;
+    k.src[3] = last;
+    k.dst[0] = 10;
+    k.dst[3] = 200;
+    k.dqp = qp;
+    return k;
+}
+
+TEST(FlowTable, CountsAndEvictsTheLongestIdle) {
+    FlowTable ft(4);  // One set of four ways.
+    ASSERT_EQ(ft.size(), 4u);
+    for (uint8_t i = 1; i <= 4; ++i) ft.update(key(i, 7), 0, false, 100, false, i * 10);
+    ft.update(key(1, 7), 0, false, 100, true, 50);  // 1 is now the most recent.
+    ft.update(key(5, 7), 1, true, 60, false, 60);   // Evicts 2, idle since 20.
+    EXPECT_EQ(ft.evictions(), 1u);
+    std::set<uint8_t> present;
+    for (uint32_t i = 0; i < ft.size(); ++i) {
+        FlowSample s;
+        ASSERT_TRUE(ft.read(i, s));
+        present.insert(s.key.src[3]);
+        if (s.key.src[3] == 1) {
+            EXPECT_EQ(s.pkts, 2u);
+            EXPECT_EQ(s.bytes, 200u);
+            EXPECT_EQ(s.cnps, 1u);
+        }
+        if (s.key.src[3] == 5) {
+            EXPECT_EQ(s.pkts, 1u);
+            EXPECT_TRUE(s.decap);
+            EXPECT_EQ(s.tunnel, 1);
+        }
+    }
+    EXPECT_EQ(present, (std::set<uint8_t>{1, 3, 4, 5}));
+}
+
+TEST(FlowTable, BoundedWhateverTheTraffic) {
+    FlowTable ft(100);
+    ASSERT_EQ(ft.size(), 128u);  // Rounded up to a power of two.
+    for (uint32_t i = 0; i < 20000; ++i) ft.update(key(static_cast<uint8_t>(i), i), 0, false, 64, false, i);
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < ft.size(); ++i) {
+        FlowSample s;
+        used += ft.read(i, s);
+    }
+    EXPECT_EQ(used, 128u);
+    EXPECT_EQ(ft.evictions(), 20000u - 128u);
+}
+
+TEST(FlowAggregator, MergesWorkersAndComputesRates) {
+    FlowTable a(64), b(64);
+    const uint64_t hz = 1000;
+    for (int i = 0; i < 10; ++i) a.update(key(1, 9), 0, false, 100, i < 2, 1);
+    for (int i = 0; i < 5; ++i) b.update(key(1, 9), 0, false, 100, false, 1);
+    FlowAggregator agg;
+    agg.sample({&a, &b}, 1000, hz);
+    for (int i = 0; i < 30; ++i) a.update(key(1, 9), 0, false, 100, true, 1500);
+    agg.sample({&a, &b}, 3000, hz);  // Two seconds later.
+    auto s = snap_with({}, {"cloud"}, 0);
+    const auto fr = agg.report(*s);
+    ASSERT_EQ(fr.size(), 1u);
+    EXPECT_EQ(fr[0].pkts, 45u);
+    EXPECT_EQ(fr[0].cnps, 32u);
+    EXPECT_EQ(fr[0].tunnel, "cloud");
+    EXPECT_DOUBLE_EQ(fr[0].pps, 15.0);
+    EXPECT_DOUBLE_EQ(fr[0].cnps_per_s, 15.0);
+    EXPECT_DOUBLE_EQ(fr[0].idle_s, 1.5);
+    EXPECT_EQ(fr[0].src, "10.0.0.1");
+    EXPECT_EQ(fr[0].dqp, 9u);
+}
+
+TEST(Metrics, EveryDropReasonAndConventionalNames) {
+    auto s = snap_with({"roce-cnp"}, {"az1"}, 0);
+    auto w = std::make_unique<WorkerStats>();
+    w->drops[static_cast<size_t>(DropReason::no_route)].add(4);
+    w->bank[0].class_pkts[0].add(3);
+    Report r;
+    fill_counters(r, *s, NamedTotals{}, {w.get()});
+    r.version = "t";
+    const auto fams = metric_families(r);
+    const std::string text = prometheus::TextSerializer().Serialize(fams);
+    for (size_t d = 1; d < kDropReasonCount; ++d)
+        EXPECT_NE(text.find("dscpgw_drops_total{reason=\"" +
+                            std::string(kDropReasonInfo[d].name) + "\"}"),
+                  std::string::npos)
+            << kDropReasonInfo[d].name;
+    EXPECT_NE(text.find("dscpgw_drops_total{reason=\"no_route\"} 4\n"), std::string::npos);
+    EXPECT_NE(text.find("dscpgw_class_packets_total{class=\"roce-cnp\"} 3\n"), std::string::npos);
+    std::set<std::string> names;
+    for (const auto& f : fams) {
+        EXPECT_EQ(f.name.rfind("dscpgw_", 0), 0u) << f.name;
+        EXPECT_TRUE(names.insert(f.name).second) << "family twice: " << f.name;
+        const bool total = f.name.size() > 6 && f.name.substr(f.name.size() - 6) == "_total";
+        EXPECT_EQ(total, f.type == prometheus::MetricType::Counter) << f.name;
+        EXPECT_FALSE(f.help.empty()) << f.name;
+    }
+}
+
+TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
+    char tmpl[] = "/tmp/dscpgw-ctl-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = std::string(tmpl) + "/sub";  // Created by the server, mode 0700.
+    const std::string path = dir + "/g.sock";
+    std::string body;
+    EXPECT_EQ(control_request(path, "status", body), 1);
+    EXPECT_NE(body.find("no gateway is running"), std::string::npos) << body;
+    {
+        ControlServer srv(path);
+        struct stat st{};
+        ASSERT_EQ(stat(path.c_str(), &st), 0);
+        EXPECT_EQ(st.st_mode & 0777, 0600u);
+        ASSERT_EQ(stat(dir.c_str(), &st), 0);
+        EXPECT_EQ(st.st_mode & 0777, 0700u);
+        EXPECT_THROW(ControlServer second(path), std::runtime_error);  // Someone answers there.
+        std::atomic<bool> stop{false};
+        std::thread t([&] {
+            while (!stop) srv.serve(20, [](const std::string& req, bool& ok) {
+                ok = req != "bad";
+                return "got [" + req + "]\n";
+            });
+        });
+        EXPECT_EQ(control_request(path, "stats --json", body), 0);
+        EXPECT_EQ(body, "got [stats --json]\n");
+        EXPECT_EQ(control_request(path, "bad", body), 1);
+        EXPECT_EQ(body, "got [bad]\n");
+        stop = true;
+        t.join();
+    }
+    struct stat st{};
+    EXPECT_NE(stat(path.c_str(), &st), 0) << "the socket is removed on exit";
+    // A stale socket file (its gateway died without removing it) is refused by clients with a
+    // clear message and replaced by the next gateway.
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    close(fd);
+    EXPECT_EQ(control_request(path, "status", body), 1);
+    EXPECT_NE(body.find("refuses connections"), std::string::npos) << body;
+    EXPECT_NO_THROW(ControlServer again(path));
+    // A file that is not a socket is never replaced.
+    { std::FILE* f = std::fopen(path.c_str(), "w"); std::fclose(f); }
+    EXPECT_THROW(ControlServer over_file(path), std::runtime_error);
+    std::string cmd = "rm -rf " + std::string(tmpl);
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
+}  // namespace
+}  // namespace dscpgw
