@@ -11,6 +11,7 @@
 #include <rte_telemetry.h>
 #include <rte_version.h>
 
+#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <sstream>
@@ -375,11 +376,19 @@ int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
     const Report r = cp->gather();
     const std::string c = cmd;
     rte_tel_data_start_dict(d);
-    const auto u64 = [](rte_tel_data* t, const std::string& k, uint64_t v) {
-        rte_tel_data_add_dict_u64(t, k.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str(), v);
+    // Telemetry names may hold only [A-Za-z0-9_/]; a class called "roce-cnp" shows as roce_cnp.
+    const auto key = [](const std::string& k) {
+        std::string o = k.substr(0, RTE_TEL_MAX_STRING_LEN - 1);
+        for (char& ch : o)
+            if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '/') ch = '_';
+        return o;
     };
-    const auto dict = [](rte_tel_data* t, const std::string& name, rte_tel_data* sub) {
-        if (rte_tel_data_add_dict_container(t, name.c_str(), sub, 0) != 0) rte_tel_data_free(sub);
+    const auto u64 = [&](rte_tel_data* t, const std::string& k, uint64_t v) {
+        rte_tel_data_add_dict_u64(t, key(k).c_str(), v);
+    };
+    const auto dict = [&](rte_tel_data* t, const std::string& name, rte_tel_data* sub) {
+        if (rte_tel_data_add_dict_container(t, key(name).c_str(), sub, 0) != 0)
+            rte_tel_data_free(sub);
     };
     if (c == "/dscpgw/stats") {
         u64(d, "generation", r.generation);

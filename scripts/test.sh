@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every test: unit tests (release, and again under ASan+UBSan), the golden
 # replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
-# kernel's VXLAN as the gateway's peer; dscpgw-hostmark's BPF classifier on a veth), and a bounded
+# kernel's VXLAN as the gateway's peer; dscpgw-hostmark's BPF classifier on a veth), the control
+# plane (control socket, Prometheus, telemetry, reloads under load), and a bounded
 # libFuzzer run.
 # Ends with "N passed, N failed[, N skipped]"; exits non-zero if anything failed.
 # FUZZ_SECONDS (default 60) bounds the fuzzer.
@@ -61,6 +62,8 @@ pysuite interop "dscpgw run between network namespaces, Linux kernel VXLAN as th
   tests/interop/test_kernel_vxlan.py "$PWD/build/dscpgw"
 pysuite hostmark "dscpgw-hostmark's eBPF classifier on a veth between namespaces" \
   tests/hostmark/test_hostmark.py "$PWD/build/hostmark/dscpgw-hostmark"
+pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, reloads under load" \
+  tests/control/test_control.py "$PWD/build/dscpgw"
 
 echo "== fuzz (libFuzzer, ASan+UBSan, ${FUZZ_SECONDS:-60}s over both directions)"
 corpus=$log/corpus

@@ -1,0 +1,554 @@
+#!/usr/bin/python3
+"""The control plane against the real `dscpgw run`: the control socket (`dscpgw ctl`), the
+Prometheus endpoint (promtool, and a real Prometheus server scraping it), DPDK telemetry, and live
+reloads (refusals, SIGHUP, and many reloads while traffic flows through namespaces).
+
+Usage: test_control.py [DSCPGW_BINARY]. Prints PASS/FAIL/SKIP per test and a summary line.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
+from netns import Results, Skip, Names, sh, ns, mac_of, require_root_and_netns, topology, teardown  # noqa: E402
+import pktlib  # noqa: E402
+from scapy.all import IP, TCP, UDP, Ether, Raw, wrpcap, rdpcap, raw  # noqa: E402
+from scapy.contrib.roce import BTH  # noqa: E402
+
+DSCPGW = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "dscpgw")
+TMP = tempfile.mkdtemp(prefix="dscpgw-control-")
+R = Results("control")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def ctl(sock, *args, check=True, user=None):
+    cmd = [DSCPGW, "ctl", "--socket", sock, *args]
+    if user:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if check and p.returncode != 0:
+        raise AssertionError(f"ctl {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return p
+
+
+def ctl_json(sock, *args):
+    return json.loads(ctl(sock, *args, "--json").stdout)
+
+
+def eq(a, b, what):
+    if a != b:
+        raise AssertionError(f"{what}: {a!r} != {b!r}")
+
+
+def wait_for(fn, what, timeout=15):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except Exception as e:  # noqa: BLE001
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+class Gateway:
+    """`dscpgw run` with its own control socket, metrics port and EAL file prefix."""
+
+    def __init__(self, tag, text):
+        self.tag = tag
+        self.sock = os.path.join(TMP, f"{tag}.sock")
+        self.port = free_port()
+        self.cfg = os.path.join(TMP, f"{tag}.toml")
+        self.base = text
+        self.write(text)
+        self.log = open(os.path.join(TMP, f"{tag}.log"), "w+")
+        self.p = subprocess.Popen([DSCPGW, "run", "--config", self.cfg], stdout=self.log,
+                                  stderr=subprocess.STDOUT)
+        wait_for(lambda: self.p.poll() is not None or (os.path.exists(self.sock) and
+                                                        ctl(self.sock, "status", check=False).returncode == 0),
+                 f"{tag} to answer")
+        if self.p.poll() is not None:
+            raise AssertionError(f"dscpgw run exited {self.p.returncode}: {self.output()[-3000:]}")
+
+    def header(self):
+        return (f'[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores()}", '
+                f'"--file-prefix", "dscpgw-{self.tag}"]\n'
+                f'[metrics]\nlisten = "127.0.0.1:{self.port}"\n[control]\nsocket = "{self.sock}"\n')
+
+    def write(self, text):
+        """The config file, replaced atomically (a reload never reads half a file)."""
+        tmp = self.cfg + ".new"
+        with open(tmp, "w") as f:
+            f.write(self.header() + text)
+        os.rename(tmp, self.cfg)
+
+    def metrics(self):
+        return http_get(f"http://127.0.0.1:{self.port}/metrics")
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        return self.output()
+
+
+def lcores():
+    return "0,1" if (os.cpu_count() or 1) >= 2 else "0"
+
+
+def metric(text, name, **labels):
+    """The value of one sample in an exposition (parsed here, not by the code under test)."""
+    for line in text.splitlines():
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(m.group(4))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# A known workload through net_pcap: what every view must count.
+
+WORKLOAD = {"cnp": 30, "data_az1": 50, "data_metro": 20, "udp53": 7, "no_route": 4}
+
+
+def workload_pcap():
+    pkts = []
+    for i in range(WORKLOAD["cnp"]):
+        pkts.append(pktlib.roce("10.10.0.5", "10.20.0.9", opcode=0x81, dqpn=0x52, psn=i))
+    for i in range(WORKLOAD["data_az1"]):
+        pkts.append(pktlib.roce("10.10.0.5", "10.20.0.9", payload=200, dqpn=0x12, psn=i))
+    for i in range(WORKLOAD["data_metro"]):
+        pkts.append(pktlib.roce("10.10.0.6", "10.30.0.1", payload=100, dqpn=0x33, psn=i))
+    for i in range(WORKLOAD["udp53"]):
+        pkts.append(Ether(src=pktlib.HOST_MAC, dst=pktlib.LAN_MAC) / IP(src="10.10.0.5", dst="10.20.0.9") /
+                    UDP(sport=5000 + i, dport=53) / Raw(b"q" * 20))
+    for i in range(WORKLOAD["no_route"]):
+        pkts.append(Ether(src=pktlib.HOST_MAC, dst=pktlib.LAN_MAC) / IP(src="10.10.0.5", dst="10.99.0.1") /
+                    TCP(sport=6000 + i, dport=80))
+    path = os.path.join(TMP, "workload.pcap")
+    wrpcap(path, pkts)
+    empty = os.path.join(TMP, "empty.pcap")
+    wrpcap(empty, [], linktype=1)
+    return path, empty, len(pkts)
+
+
+def example_body(lan_rx, wan_rx):
+    with open(os.path.join(ROOT, "config", "example.toml")) as f:
+        text = f.read()
+    text = re.sub(r"(?ms)^\[eal\].*?^\n", "", text, count=1)
+    text = text.replace('device = "net_pcap0,iface=lan0"',
+                        f'device = "net_pcap0,rx_pcap={lan_rx},tx_pcap={TMP}/lan-out.pcap"')
+    text = text.replace('device = "net_pcap1,iface=wan0"',
+                        f'device = "net_pcap1,rx_pcap={wan_rx},tx_pcap={TMP}/wan-out.pcap"')
+    return text
+
+
+def telemetry(prefix, cmd):
+    """A DPDK telemetry query over its socket (SOCK_SEQPACKET, JSON), as dpdk-telemetry.py does."""
+    for base in ("/var/run/dpdk", os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "dpdk"),
+                 "/tmp/dpdk"):
+        path = os.path.join(base, prefix, "dpdk_telemetry.v2")
+        if os.path.exists(path):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(path)
+            json.loads(s.recv(16384).decode())  # The greeting.
+            s.send(cmd.encode())
+            reply = json.loads(s.recv(65536).decode())
+            s.close()
+            return reply[cmd]
+    raise AssertionError(f"no telemetry socket for file prefix {prefix}")
+
+
+def pcap_suite():
+    lan_rx, wan_rx, total = workload_pcap()
+    body = example_body(lan_rx, wan_rx)
+    gw = Gateway("pcap", body)
+    try:
+        wait_for(lambda: ctl_json(gw.sock, "stats")["ports"][0]["rx_packets"] == total, "the workload")
+        time.sleep(1.2)  # One flow sample after the last packet.
+
+        def views():
+            st = ctl_json(gw.sock, "stats")
+            eq(st["classes"]["roce-cnp"]["packets"], WORKLOAD["cnp"], "roce-cnp packets")
+            eq(st["classes"]["roce-data"]["packets"], WORKLOAD["data_az1"] + WORKLOAD["data_metro"],
+               "roce-data packets")
+            eq(st["unclassified"]["packets"], WORKLOAD["udp53"] + WORKLOAD["no_route"], "unclassified")
+            tun = {t["name"]: t for t in st["tunnels"]}
+            eq(tun["az1"]["encap_packets"], WORKLOAD["cnp"] + WORKLOAD["data_az1"] + WORKLOAD["udp53"],
+               "az1 encapsulated")
+            eq(tun["az1"]["cnp_encap"], WORKLOAD["cnp"], "az1 CNPs")
+            eq(tun["metro"]["encap_packets"], WORKLOAD["data_metro"], "metro encapsulated")
+            eq(tun["metro"]["cnp_encap"], 0, "metro CNPs")
+            eq(st["drops"]["no_route"], WORKLOAD["no_route"], "no_route drops")
+            eq(sum(st["drops"].values()), WORKLOAD["no_route"], "no other drops")
+            eq(st["dscp_rewrites"], WORKLOAD["cnp"] + WORKLOAD["data_az1"] + WORKLOAD["data_metro"],
+               "DSCP rewrites")
+            eq(st["ports"][1]["tx_packets"], total - WORKLOAD["no_route"], "wan transmitted")
+            text = ctl(gw.sock, "stats").stdout
+            assert re.search(r"^roce-cnp\s+30\s", text, re.M), text
+            assert re.search(r"^az1\s+87\s+0\s+0\s+0\s+30\s+0$", text, re.M), text
+            status = ctl(gw.sock, "status").stdout
+            assert "generation 1" in status and "port lan" in status and "link up" in status, status
+            js = ctl_json(gw.sock, "status")
+            eq(js["config"], gw.cfg, "status: config path")
+            classes = ctl_json(gw.sock, "classes")["classes"]
+            eq([(c["name"], c["dscp"]) for c in classes], [("roce-cnp", 48), ("roce-data", 26)], "classes")
+            assert re.search(r"^az1\s+geneve\s+100\s+198\.18\.0\.1\s+198\.18\.7\.7\s+wan\s+lan\s+static MAC",
+                             ctl(gw.sock, "tunnels").stdout, re.M), ctl(gw.sock, "tunnels").stdout
+            eq(ctl_json(gw.sock, "neighbors")["neighbors"], [], "no ARP/ND neighbors in this config")
+
+        R.check("ctl_views_count_the_workload", views)
+
+        def flows():
+            fl = ctl_json(gw.sock, "flows", "--top", "2")
+            eq(fl["tracked"], 3, "RoCE conversations")
+            eq(len(fl["heaviest"]), 2, "--top 2")
+            h = fl["heaviest"][0]
+            eq((h["src"], h["dst"], h["dest_qp"], h["packets"], h["tunnel"], h["direction"]),
+               ("10.10.0.5", "10.20.0.9", 0x12, 50, "az1", "encap"), "heaviest conversation")
+            c = fl["most_congested"]
+            eq(len(c), 1, "only one conversation carries CNPs")
+            eq((c[0]["dest_qp"], c[0]["cnps"], c[0]["packets"]), (0x52, 30, 30), "most congested")
+            text = ctl(gw.sock, "flows", "--top", "20").stdout
+            assert "3 RoCE conversations tracked" in text and "MOST CONGESTED" in text, text
+
+        R.check("ctl_flows_top", flows)
+
+        def errors():
+            p = ctl(gw.sock, "bogus", check=False)
+            eq(p.returncode, 1, "unknown command: exit code")
+            assert 'unknown command "bogus"' in p.stderr, p.stderr
+            p = ctl(gw.sock, "flows", "--top", "zero", check=False)
+            eq(p.returncode, 1, "bad --top")
+            assert "--top needs a number" in p.stderr, p.stderr
+            p = subprocess.run([DSCPGW, "ctl", "--socket", gw.sock], capture_output=True, text=True)
+            eq(p.returncode, 2, "no command: usage")
+            p = ctl(os.path.join(TMP, "nothing.sock"), "status", check=False)
+            eq(p.returncode, 1, "no gateway")
+            assert "no gateway is running" in p.stderr, p.stderr
+            # --config finds the socket in the file.
+            p = subprocess.run([DSCPGW, "ctl", "--config", gw.cfg, "classes"], capture_output=True, text=True)
+            eq(p.returncode, 0, "ctl --config")
+            assert "roce-data" in p.stdout, p.stdout
+            # The gateway survives all of it.
+            eq(gw.p.poll(), None, "still running")
+
+        R.check("ctl_errors_are_clear", errors)
+
+        def owner_only():
+            if os.geteuid() != 0 or shutil.which("setpriv") is None:
+                raise Skip("needs root and setpriv to try the socket as another user")
+            eq(os.stat(gw.sock).st_mode & 0o777, 0o600, "socket mode")
+            p = ctl(gw.sock, "status", check=False, user="65534")
+            eq(p.returncode, 1, "refused for another user")
+            assert "permission denied" in p.stderr, p.stderr
+
+        R.check("ctl_socket_owner_only", owner_only)
+
+        def exposition():
+            text = gw.metrics()
+            if shutil.which("promtool") is None:
+                raise Skip("promtool not installed")
+            p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+            eq(p.returncode, 0, f"promtool check metrics: {p.stdout}{p.stderr}")
+            eq(metric(text, "dscpgw_class_packets_total", **{"class": "roce-cnp"}), 30.0, "class metric")
+            eq(metric(text, "dscpgw_tunnel_cnp_packets_total", tunnel="az1", direction="encap"), 30.0, "CNPs")
+            eq(metric(text, "dscpgw_drops_total", reason="no_route"), 4.0, "drops")
+            eq(metric(text, "dscpgw_drops_total", reason="bad_tunnel_header"), 0.0, "every reason present")
+            eq(metric(text, "dscpgw_port_rx_packets_total", port="lan"), float(total), "ethdev ipackets")
+            eq(metric(text, "dscpgw_port_up", port="wan"), 1.0, "link state")
+            eq(metric(text, "dscpgw_worker_packets_total", worker="0"), float(total), "worker packets")
+            assert metric(text, "dscpgw_worker_busy_cycles_total", worker="0") > 0, "busy cycles"
+            eq(metric(text, "dscpgw_config_generation"), 1.0, "generation")
+            eq(metric(text, "dscpgw_build_info", version="0.1.0") is not None, True, "build info")
+            eq(metric(text, "dscpgw_flows_tracked"), 3.0, "flows tracked")
+            assert metric(text, "dscpgw_mempool_mbufs") > 0, "mempool size"
+
+        R.check("metrics_exposition_promtool", exposition)
+
+        def prometheus_server():
+            prom = shutil.which("prometheus")
+            if prom is None:
+                raise Skip("prometheus not installed")
+            port = free_port()
+            pdir = os.path.join(TMP, "prom")
+            os.makedirs(pdir, exist_ok=True)
+            with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
+                f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                        "scrape_configs:\n  - job_name: dscpgw\n    static_configs:\n"
+                        f"      - targets: ['127.0.0.1:{gw.port}']\n")
+            log = open(os.path.join(pdir, "log"), "w+")
+            p = subprocess.Popen([prom, f"--config.file={pdir}/prometheus.yml", f"--storage.tsdb.path={pdir}/data",
+                                  f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                api = f"http://127.0.0.1:{port}/api/v1/query?query="
+
+                def query(q):
+                    r = json.loads(http_get(api + urllib.parse.quote(q)))
+                    return {tuple(sorted(x["metric"].items())): float(x["value"][1]) for x in r["data"]["result"]}
+
+                got = wait_for(lambda: query('sum by (class) (dscpgw_class_packets_total{job="dscpgw"})') or None,
+                               "Prometheus to scrape the gateway", timeout=40)
+                by_class = {dict(k)["class"]: v for k, v in got.items()}
+                eq(by_class, {"roce-cnp": 30.0, "roce-data": 70.0}, "per-class packets through Prometheus")
+                up = query('up{job="dscpgw"}')
+                eq(list(up.values()), [1.0], "the scrape target is up")
+                cnp = query('dscpgw_tunnel_cnp_packets_total{tunnel="az1",direction="encap"}')
+                eq(list(cnp.values()), [30.0], "CNPs per tunnel through Prometheus")
+            finally:
+                p.terminate()
+                p.wait(timeout=30)
+
+        R.check("prometheus_server_scrapes_per_class_counts", prometheus_server)
+
+        def dpdk_telemetry():
+            st = telemetry("dscpgw-pcap", "/dscpgw/stats")
+            # Telemetry names allow only [A-Za-z0-9_/]: other characters become '_'.
+            eq(st["class_packets"], {"roce_cnp": 30, "roce_data": 70}, "telemetry class packets")
+            eq(st["drops"]["no_route"], 4, "telemetry drops")
+            tun = telemetry("dscpgw-pcap", "/dscpgw/tunnels")
+            eq(tun["az1"]["cnp_encap"], 30, "telemetry tunnels")
+            eq(telemetry("dscpgw-pcap", "/dscpgw/config")["generation"], 1, "telemetry config")
+            # DPDK's own data sits beside ours on the same socket.
+            assert "/dscpgw/stats" in telemetry("dscpgw-pcap", "/"), "our commands are listed"
+            eq(telemetry("dscpgw-pcap", "/ethdev/list"), [0, 1], "ethdev list beside ours")
+
+        R.check("dpdk_telemetry_commands", dpdk_telemetry)
+
+        def reload_refusals():
+            before = ctl_json(gw.sock, "status")
+            # A config that does not validate: nothing changes, the caller gets key and line.
+            gw.write(body + "\n[[classes]]\nname = \"bad\"\ndscp = 99\n")
+            p = ctl(gw.sock, "reload", check=False)
+            eq(p.returncode, 1, "invalid reload: exit code")
+            assert re.search(r"pcap\.toml:\d+:\d+: classes\[2\]\.dscp: 99 is out of range", p.stderr), p.stderr
+            assert "unchanged" in p.stderr, p.stderr
+            eq(metric(gw.metrics(), "dscpgw_config_last_reload_success"), 0.0, "reload result metric")
+            # A change that needs a port restart is refused with that reason.
+            gw.write(body.replace("mtu = 4200", "mtu = 4000"))
+            p = ctl(gw.sock, "reload", check=False)
+            eq(p.returncode, 1, "restart-needed reload: exit code")
+            assert "need a restart" in p.stderr and "ports[0] (lan): mtu changed" in p.stderr, p.stderr
+            now = ctl_json(gw.sock, "status")
+            eq(now["generation"], before["generation"], "generation unchanged")
+            eq(now["reloads_failed"], before["reloads_failed"] + 2, "failures counted")
+            eq(ctl_json(gw.sock, "classes")["classes"][0]["dscp"], 48, "old classes still live")
+            # A valid change, by SIGHUP: live, counters kept.
+            gw.write(body.replace("dscp = 48", "dscp = 46"))
+            gw.p.send_signal(signal.SIGHUP)
+            wait_for(lambda: ctl_json(gw.sock, "status")["generation"] == before["generation"] + 1, "SIGHUP reload")
+            c = ctl_json(gw.sock, "classes")["classes"]
+            eq((c[0]["name"], c[0]["dscp"], c[0]["packets"]), ("roce-cnp", 46, 30), "new DSCP, same counters")
+            text = gw.metrics()
+            eq(metric(text, "dscpgw_config_last_reload_success"), 1.0, "reload result metric")
+            eq(metric(text, "dscpgw_config_reloads_total", result="failure"), 2.0, "reloads by result")
+            eq(metric(text, "dscpgw_config_reloads_total", result="success"), 1.0, "reloads by result")
+            assert "SIGHUP: reloaded" in gw.output(), gw.output()[-2000:]
+            # Removing a class and reordering the rest: counters follow names.
+            gw.write(re.sub(r'(?s)\[\[classes\]\]\nname = "roce-cnp".*?dscp = 46\n', "", body.replace("dscp = 48", "dscp = 46")))
+            ctl(gw.sock, "reload")
+            c = ctl_json(gw.sock, "classes")["classes"]
+            eq([(x["name"], x["packets"]) for x in c], [("roce-data", 70)], "roce-data keeps its count at index 0")
+
+        R.check("reload_refusals_sighup_and_counters", reload_refusals)
+    finally:
+        out = gw.stop()
+        if gw.p.returncode != 0:
+            print(out[-3000:])
+    m = re.search(r"mbufs in use after shutdown: (\d+) \(at start: (\d+)\)", out)
+    R.check("gateway_exits_cleanly_after_control_use",
+            lambda: (eq(gw.p.returncode, 0, "exit code"), eq(m and m.group(1), m and m.group(2), "no mbuf leaked")))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reloads under load: two valid configs alternate (and invalid ones are refused) while a known
+# number of packets crosses the gateway; every packet comes out, marked wholly by one config.
+
+N_LOAD = 12000
+RATE = 4000  # Packets per second: well within what af_packet and dumpcap keep up with here.
+
+SENDER = r"""
+import socket, sys, time
+dev, path, rate = sys.argv[1], sys.argv[2], int(sys.argv[3])
+frames = open(path, "rb").read().split(b"\n--frame--\n")
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+s.bind((dev, 0))
+t0 = time.time()
+for i, f in enumerate(frames):
+    while i > (time.time() - t0) * rate:
+        time.sleep(0.0005)
+    while True:
+        try:
+            s.send(f)
+            break
+        except BlockingIOError:
+            time.sleep(0.001)
+print(len(frames))
+"""
+
+
+def load_config(gi, gc, vni, dscp):
+    return f"""[gateway]
+workers = 1
+[[ports]]
+name = "lan"
+role = "inner"
+device = "net_af_packet0,iface={gi}"
+mtu = 1450
+[[ports]]
+name = "wan"
+role = "outer"
+device = "net_af_packet1,iface={gc}"
+ipv4 = "198.18.0.1"
+mac = "02:00:00:00:00:01"
+mtu = 1500
+[[tunnels]]
+name = "cloud"
+type = "vxlan"
+vni = {vni}
+remote = "198.18.0.2"
+next_hop_mac = "02:00:00:00:00:02"
+routes = ["10.20.0.0/24"]
+outer_dscp = "inherit"
+[[classes]]
+name = "roce-cnp"
+match = {{ udp_dst_port = 4791, bth_opcode = 0x81 }}
+dscp = 48
+[[classes]]
+name = "roce-data"
+match = {{ udp_dst_port = 4791 }}
+dscp = {dscp}
+"""
+
+
+def reload_under_load():
+    n = Names("dgwr")
+    require_root_and_netns(n.tag, ("ip", "ethtool", "dumpcap"))
+    teardown(n)
+    try:
+        topology(n, vc_mac="02:00:00:00:00:02")
+        a = load_config(n.gi, n.gc, 100, 26)
+        b = load_config(n.gi, n.gc, 101, 46)
+        gw = Gateway("load", a)
+        try:
+            from netns import Capture
+            cap = Capture(TMP, "load-wan", n.vc, n.ns_cloud, "udp port 4789")
+            frames = [raw(pktlib.roce("10.10.0.5", "10.20.0.9", payload=64, dqpn=0x12, psn=i))
+                      for i in range(N_LOAD)]
+            fpath = os.path.join(TMP, "frames.bin")
+            with open(fpath, "wb") as f:
+                f.write(b"\n--frame--\n".join(frames))
+            spath = os.path.join(TMP, "sender.py")
+            with open(spath, "w") as f:
+                f.write(SENDER)
+            before = ctl_json(gw.sock, "status")
+            sender = subprocess.Popen(["ip", "netns", "exec", n.ns_idc, "/usr/bin/python3", spath, n.vi, fpath,
+                                       str(RATE)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            ok = bad = 0
+            i = 0
+            while sender.poll() is None:
+                i += 1
+                if i % 4 == 0:  # Invalid: a syntax error, or a change that needs a restart.
+                    gw.write(a + "[[classes]\n" if i % 8 == 0 else a.replace("mtu = 1450", "mtu = 1400"))
+                    want = 1
+                else:
+                    gw.write(a if i % 2 else b)
+                    want = 0
+                if i % 5 == 0 and want == 0:
+                    gw.p.send_signal(signal.SIGHUP)
+                    time.sleep(0.15)
+                    rc = 0
+                else:
+                    rc = ctl(gw.sock, "reload", check=False).returncode
+                eq(rc, want, f"reload {i}")
+                ok, bad = ok + (want == 0), bad + (want == 1)
+                time.sleep(0.02)
+            out, err = sender.communicate()
+            eq(sender.returncode, 0, f"sender: {err}")
+            time.sleep(1.5)
+            pkts = cap.stop()
+            status = ctl_json(gw.sock, "status")
+            stats = ctl_json(gw.sock, "stats")
+        finally:
+            gwout = gw.stop()
+        assert ok >= 10 and bad >= 3, f"only {ok} good and {bad} bad reloads during the traffic"
+        eq(status["reloads_ok"] - before["reloads_ok"], ok, "successful reloads")
+        eq(status["reloads_failed"] - before["reloads_failed"], bad, "refused reloads")
+        eq(status["generation"], before["generation"] + ok, "one generation per successful reload")
+        seen, by_cfg = set(), {100: 0, 101: 0}
+        for p in pkts:
+            if not p.haslayer(BTH):
+                continue
+            vx = p["VXLAN"]
+            inner_ip = vx.payload[IP]
+            psn = p[BTH].psn
+            assert psn not in seen, f"PSN {psn} twice"
+            seen.add(psn)
+            combo = (vx.vni, inner_ip.tos >> 2, p[IP].tos >> 2)
+            assert combo in ((100, 26, 26), (101, 46, 46)), f"packet {psn} marked by no single config: {combo}"
+            by_cfg[vx.vni] += 1
+        eq(len(seen), N_LOAD, "every packet came out exactly once")
+        assert by_cfg[100] > 0 and by_cfg[101] > 0, f"both configs carried traffic: {by_cfg}"
+        eq(sum(stats["drops"].values()), 0, "no drops")
+        eq(stats["classes"]["roce-data"]["packets"], N_LOAD, "the class counter follows its name across reloads")
+        eq(stats["tunnels"][0]["encap_packets"], N_LOAD, "the tunnel counter follows its name across reloads")
+        m = re.search(r"mbufs in use after shutdown: (\d+) \(at start: (\d+)\)", gwout)
+        assert m and m.group(1) == m.group(2), "mbufs leaked: " + gwout[-1500:]
+        print(f"   {N_LOAD} packets at {RATE}/s, {ok} reloads applied ({by_cfg[100]} packets under A, "
+              f"{by_cfg[101]} under B), {bad} refused")
+    finally:
+        teardown(n)
+
+
+def main():
+    try:
+        pcap_suite()
+    except Exception as e:  # noqa: BLE001
+        R.fail("pcap_suite", e)
+    R.check("reload_under_load", reload_under_load)
+    shutil.rmtree(TMP, ignore_errors=True)
+    return R.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
