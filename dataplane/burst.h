@@ -23,6 +23,7 @@ struct BurstState {
     uint64_t icmp_tokens = 0;
     uint64_t icmp_last_tsc = 0;
     FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
+    FlowRun flow_run;            // This burst's current conversation, not yet in `flows`.
     uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
 
     bool take_icmp_token(uint32_t rate) {
@@ -66,26 +67,15 @@ inline void set_udp6_cksum_offload(rte_mbuf* m) {
     m->l3_len = 40;
 }
 
-// A RoCE packet that went through a tunnel: its CNPs counted per tunnel and direction, and its
-// conversation in the worker's flow table. `m` holds the frame as sent: the inner frame follows
-// the tunnel's outer headers on encap and is the whole frame on decap.
-inline void account_roce(const Snapshot& s, ConfigCounters& cc, BurstState& bs, const rte_mbuf* m,
-                         const Verdict& v) {
+// A RoCE packet that went through a tunnel (the pipeline noted where its IP header and BTH are):
+// its CNPs counted per tunnel and direction, its conversation in the worker's flow table.
+inline void account_roce(ConfigCounters& cc, BurstState& bs, const Verdict& v) {
+    if (v.roce_bth == nullptr) return;
     const auto t = static_cast<size_t>(v.tunnel_id);
-    const uint32_t off = v.decap ? 0 : s.tunnels[t].hdr_len;
-    if (m->data_len <= off) return;
-    ParsedPacket pp;
-    const uint8_t* inner = rte_pktmbuf_mtod(m, const uint8_t*) + off;
-    if (parse_packet(inner, m->data_len - off, pp) != DropReason::none || !pp.has_bth) return;
-    const bool cnp = pp.bth_opcode == kBthOpcodeCnp;
+    const bool cnp = v.roce_bth[0] == kBthOpcodeCnp;
     if (cnp) (v.decap ? cc.cnp_decap : cc.cnp_encap)[t].inc();
-    if (bs.flows == nullptr) return;
-    FlowKey k;
-    k.family = pp.ip_ver;
-    std::memcpy(k.src, pp.src, pp.ip_ver == 4 ? 4 : 16);
-    std::memcpy(k.dst, pp.dst, pp.ip_ver == 4 ? 4 : 16);
-    k.dqp = wire::load32(inner + pp.l4_off + wire::kUdpLen + 4) & 0xffffff;
-    bs.flows->update(k, v.tunnel_id, v.decap, pp.ip_len, cnp, bs.now_tsc);
+    if (bs.flows != nullptr)
+        bs.flows->add(bs.flow_run, v.roce_l3, v.roce_bth, v.tunnel_id, v.decap, cnp, bs.now_tsc);
 }
 
 // Per-burst accumulation of an indexed (packets, bytes) counter pair: consecutive packets of a
@@ -145,7 +135,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
                 classes.add(v.class_id >= 0 ? static_cast<size_t>(v.class_id) : kNoClass, in_len);
                 rewrites += v.dscp_rewritten;
                 observe(static_cast<const rte_mbuf*>(m), v);
-                account_roce(s, cc, bs, m, v);
+                account_roce(cc, bs, v);
                 encaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
                 sink(v.out_port, m);
                 continue;
@@ -153,7 +143,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             if (!inner && likely(decap_plain(s, rx_port, f, v, &decap_cache))) {
                 frame_to_mbuf(f, m);
                 observe(static_cast<const rte_mbuf*>(m), v);
-                account_roce(s, cc, bs, m, v);
+                account_roce(cc, bs, v);
                 decaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
                 rewrites += v.dscp_rewritten;
                 if (v.outer_remarked) cc.outer_dscp_remarked[static_cast<size_t>(v.tunnel_id)].inc();
@@ -205,7 +195,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
             continue;
         }
         const size_t t = static_cast<size_t>(v.tunnel_id);
-        account_roce(s, cc, bs, m, v);
+        account_roce(cc, bs, v);
         if (v.decap) {
             decaps.add(t, m->pkt_len);
             if (v.outer_remarked) cc.outer_dscp_remarked[t].inc();
@@ -218,6 +208,7 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
     classes.flush();
     encaps.flush();
     decaps.flush();
+    if (bs.flows != nullptr) bs.flows->flush(bs.flow_run, bs.now_tsc);
     if (rewrites != 0) st.dscp_rewrites.add(rewrites);
     st.rx_pkts[rx_port].add(n);
     st.rx_bytes[rx_port].add(rx_bytes);

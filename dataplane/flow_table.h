@@ -9,6 +9,7 @@
 // and the counters are relaxed atomics, so it never sees a torn key or a torn value.
 #pragma once
 
+#include <rte_byteorder.h>
 #include <rte_hash_crc.h>
 
 #include <atomic>
@@ -27,8 +28,17 @@ struct FlowKey {
     uint32_t family = 0;                  // 4 or 6.
 
     bool operator==(const FlowKey& o) const {
-        return family == o.family && dqp == o.dqp && std::memcmp(src, o.src, 16) == 0 &&
-               std::memcmp(dst, o.dst, 16) == 0;
+        uint64_t a[5], b[5];
+        std::memcpy(a, this, sizeof a);
+        std::memcpy(b, &o, sizeof b);
+        return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
+    }
+    uint32_t hash() const {
+        uint64_t w[5];
+        std::memcpy(w, this, sizeof w);
+        uint32_t h = rte_hash_crc_8byte(w[0], 0);
+        for (int i = 1; i < 5; ++i) h = rte_hash_crc_8byte(w[i], h);
+        return h;
     }
     bool operator<(const FlowKey& o) const {
         if (family != o.family) return family < o.family;
@@ -46,6 +56,14 @@ struct alignas(64) FlowSlot {
     std::atomic<uint8_t> decap{0};  // 1: the conversation comes out of the tunnel.
     std::atomic<uint64_t> born_tsc{0}, last_tsc{0};
     std::atomic<uint64_t> pkts{0}, bytes{0}, cnps{0};
+};
+
+// The conversation of the packets just counted, not yet in the table (a worker's, per burst).
+struct FlowRun {
+    uint64_t w[4] = {0, 0, 0, 0};  // Source and destination address bytes as in the packet.
+    uint64_t tag = 0;  // BTH bytes 4..7 | tunnel << 32 | decap << 48 | IPv4 << 49 | 1 << 50; 0: none.
+    uint32_t n = 0, cnps = 0;
+    uint64_t bytes = 0;
 };
 
 struct FlowSample {
@@ -70,10 +88,68 @@ class FlowTable {
     uint32_t size() const { return size_; }
     const FlowSlot& slot(uint32_t i) const { return slots_[i]; }
 
-    // Worker: counts one packet of `k`.
-    void update(const FlowKey& k, int16_t tunnel, bool decap, uint32_t len, bool cnp,
-                uint64_t now) {
-        const uint32_t h = rte_hash_crc(&k, sizeof k, 0);
+    // Worker: counts one RoCE packet from its IP header and BTH. Consecutive packets of one
+    // conversation (the usual burst) accumulate in `run` and reach the table once; flush(run)
+    // writes the last one at the end of a burst.
+    void add(FlowRun& run, const uint8_t* l3, const uint8_t* bth, int16_t tunnel, bool decap,
+             bool cnp, uint64_t now) {
+        const bool v4 = (l3[0] >> 4) == 4;
+        // Everything but the addresses in one word: BTH bytes 4..7 as they lie (reserved byte,
+        // dest QP), then tunnel, direction, family and a valid bit.
+        uint32_t qp_raw;
+        std::memcpy(&qp_raw, bth + 4, 4);
+        const uint64_t tag = qp_raw | uint64_t{static_cast<uint16_t>(tunnel)} << 32 |
+                             uint64_t{decap} << 48 | uint64_t{v4} << 49 | uint64_t{1} << 50;
+        uint32_t len;
+        if (v4) {
+            uint64_t a;
+            std::memcpy(&a, l3 + 12, 8);  // Source and destination, contiguous.
+            if (((a ^ run.w[0]) | (tag ^ run.tag)) != 0) {
+                flush(run, now);
+                run.w[0] = a;
+                run.tag = tag;
+            }
+            len = static_cast<uint32_t>(l3[2] << 8 | l3[3]);
+        } else {
+            uint64_t a[4];
+            std::memcpy(a, l3 + 8, 32);
+            if (((a[0] ^ run.w[0]) | (a[1] ^ run.w[1]) | (a[2] ^ run.w[2]) | (a[3] ^ run.w[3]) |
+                 (tag ^ run.tag)) != 0) {
+                flush(run, now);
+                std::memcpy(run.w, a, 32);
+                run.tag = tag;
+            }
+            len = 40 + static_cast<uint32_t>(l3[4] << 8 | l3[5]);
+        }
+        ++run.n;
+        run.bytes += len;
+        run.cnps += cnp;
+    }
+
+    void flush(FlowRun& run, uint64_t now) {
+        if (run.n == 0) return;
+        FlowKey k;
+        const bool v4 = (run.tag >> 49 & 1) != 0;
+        k.family = v4 ? 4 : 6;
+        k.dqp = rte_be_to_cpu_32(static_cast<uint32_t>(run.tag)) & 0xffffff;
+        if (v4) {
+            std::memcpy(k.src, run.w, 4);
+            std::memcpy(k.dst, reinterpret_cast<const uint8_t*>(run.w) + 4, 4);
+        } else {
+            std::memcpy(k.src, run.w, 16);
+            std::memcpy(k.dst, run.w + 2, 16);
+        }
+        update(k, static_cast<int16_t>(run.tag >> 32 & 0xffff), (run.tag >> 48 & 1) != 0, run.n,
+               run.bytes, run.cnps, now);
+        run.n = 0;
+        run.bytes = run.cnps = 0;
+        run.tag = 0;
+    }
+
+    // Worker: counts `pkts` packets of `k` (`bytes` their IP length, `cnps` of them CNPs).
+    void update(const FlowKey& k, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
+                uint64_t cnps, uint64_t now) {
+        const uint32_t h = k.hash();
         FlowSlot* set = &slots_[(h * kWays) & (size_ - 1)];
         FlowSlot* victim = nullptr;  // A free slot, else the one idle longest.
         uint64_t victim_last = UINT64_MAX;
@@ -85,7 +161,7 @@ class FlowTable {
                 continue;
             }
             if (s.key == k) {
-                bump(s, tunnel, decap, len, cnp, now);
+                bump(s, tunnel, decap, pkts, bytes, cnps, now);
                 return;
             }
             const uint64_t last = s.last_tsc.load(std::memory_order_relaxed) + 1;
@@ -102,7 +178,7 @@ class FlowTable {
         victim->cnps.store(0, std::memory_order_relaxed);
         victim->born_tsc.store(now, std::memory_order_relaxed);
         victim->seq.store((q | 1) + 1, std::memory_order_release);
-        bump(*victim, tunnel, decap, len, cnp, now);
+        bump(*victim, tunnel, decap, pkts, bytes, cnps, now);
     }
 
     // Control thread: a consistent copy of slot `i`; false if unused or being rewritten.
@@ -126,12 +202,12 @@ class FlowTable {
     uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
 
   private:
-    static void bump(FlowSlot& s, int16_t tunnel, bool decap, uint32_t len, bool cnp,
-                     uint64_t now) {
+    static void bump(FlowSlot& s, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
+                     uint64_t cnps, uint64_t now) {
         const auto rel = std::memory_order_relaxed;
-        s.pkts.store(s.pkts.load(rel) + 1, rel);
-        s.bytes.store(s.bytes.load(rel) + len, rel);
-        if (cnp) s.cnps.store(s.cnps.load(rel) + 1, rel);
+        s.pkts.store(s.pkts.load(rel) + pkts, rel);
+        s.bytes.store(s.bytes.load(rel) + bytes, rel);
+        if (cnps != 0) s.cnps.store(s.cnps.load(rel) + cnps, rel);
         s.last_tsc.store(now, rel);
         s.tunnel.store(tunnel, rel);
         s.decap.store(decap ? 1 : 0, rel);

@@ -400,6 +400,7 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     v.dscp_out = static_cast<int16_t>(tos >> 2);
     v.tunnel_id = static_cast<int16_t>(nh);
     v.out_port = t.outer_port;
+    note_roce(v, pp, f.data);
     const uint32_t hash = flow_hash_inline(pp);
     if (t.outer_v6)
         encap_write<true>(t, f, 0, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
@@ -464,6 +465,7 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f) {
     const TunnelConf& t = s.tunnels[nh];
     v.tunnel_id = static_cast<int16_t>(nh);
     v.out_port = t.outer_port;
+    note_roce(v, pp, f.data);
     v.drop = t.outer_v6 ? encap<true>(t, *s.neighbors, f, pp, tos, v.pmtu, v.tx_udp6_cksum)
                         : encap<false>(t, *s.neighbors, f, pp, tos, v.pmtu, v.tx_udp6_cksum);
     return v;
@@ -517,6 +519,7 @@ bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, Deca
     w.dscp_out = dscp;
     w.tunnel_id = static_cast<int16_t>(tid);
     w.out_port = t.inner_port;
+    note_roce(w, ip, inner);
     v = w;
     f.data = inner;
     f.headroom += inner_off;
@@ -631,6 +634,7 @@ Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, Dec
             v.dscp_rewritten = dscp != ip.dscp();
         }
         v.dscp_out = dscp;
+        note_roce(v, ip, inner);
     }
     f.data = inner;
     f.headroom += inner_off;

@@ -40,7 +40,20 @@ struct Verdict {
     LocalReply local =
         LocalReply::none;  // Answered locally: the frame is the reply, out of rx port.
     uint16_t pmtu = 0;  // With too_big on the inner path: the MTU to signal back (DF or IPv6 only).
+    // A RoCEv2 packet (UDP 4791 with a BTH) carried through a tunnel: its inner IP header and BTH
+    // in the frame as sent (neither moves during encapsulation, VLAN removal or decapsulation),
+    // so that the worker can count CNPs and conversations without parsing the packet again.
+    const uint8_t* roce_l3 = nullptr;
+    const uint8_t* roce_bth = nullptr;
 };
+
+// Records where a parsed packet's IP header and BTH are, when it is RoCEv2.
+inline void note_roce(Verdict& v, const ParsedPacket& pp, const uint8_t* frame) {
+    if (pp.has_bth) {
+        v.roce_l3 = frame + pp.l3_off;
+        v.roce_bth = frame + pp.l4_off + wire::kUdpLen;
+    }
+}
 
 // The packet's side of ClassMatch's masked compare.
 inline uint64_t class_key(const ParsedPacket& pp) {

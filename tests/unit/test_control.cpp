@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -94,9 +95,9 @@ FlowKey key(uint8_t last, uint32_t qp) {
 TEST(FlowTable, CountsAndEvictsTheLongestIdle) {
     FlowTable ft(4);  // One set of four ways.
     ASSERT_EQ(ft.size(), 4u);
-    for (uint8_t i = 1; i <= 4; ++i) ft.update(key(i, 7), 0, false, 100, false, i * 10);
-    ft.update(key(1, 7), 0, false, 100, true, 50);  // 1 is now the most recent.
-    ft.update(key(5, 7), 1, true, 60, false, 60);   // Evicts 2, idle since 20.
+    for (uint8_t i = 1; i <= 4; ++i) ft.update(key(i, 7), 0, false, 1, 100, (false) ? 1 : 0, i * 10);
+    ft.update(key(1, 7), 0, false, 1, 100, (true) ? 1 : 0, 50);  // 1 is now the most recent.
+    ft.update(key(5, 7), 1, true, 1, 60, (false) ? 1 : 0, 60);   // Evicts 2, idle since 20.
     EXPECT_EQ(ft.evictions(), 1u);
     std::set<uint8_t> present;
     for (uint32_t i = 0; i < ft.size(); ++i) {
@@ -120,7 +121,7 @@ TEST(FlowTable, CountsAndEvictsTheLongestIdle) {
 TEST(FlowTable, BoundedWhateverTheTraffic) {
     FlowTable ft(100);
     ASSERT_EQ(ft.size(), 128u);  // Rounded up to a power of two.
-    for (uint32_t i = 0; i < 20000; ++i) ft.update(key(static_cast<uint8_t>(i), i), 0, false, 64, false, i);
+    for (uint32_t i = 0; i < 20000; ++i) ft.update(key(static_cast<uint8_t>(i), i), 0, false, 1, 64, (false) ? 1 : 0, i);
     uint32_t used = 0;
     for (uint32_t i = 0; i < ft.size(); ++i) {
         FlowSample s;
@@ -130,14 +131,57 @@ TEST(FlowTable, BoundedWhateverTheTraffic) {
     EXPECT_EQ(ft.evictions(), 20000u - 128u);
 }
 
+// The worker's path: conversations read from the IP header and BTH as they lie in the frame,
+// consecutive packets of one accumulated before they reach the table.
+TEST(FlowTable, AddsFromHeadersInRuns) {
+    uint8_t v4[20] = {0x45, 0, 0, 100, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 5, 10, 0, 0, 9};
+    uint8_t v6[40] = {0x60, 0, 0, 0, 0, 60, 17, 64};
+    for (int i = 0; i < 16; ++i) {
+        v6[8 + i] = static_cast<uint8_t>(i == 0 ? 0xfd : i == 15 ? 5 : 0);
+        v6[24 + i] = static_cast<uint8_t>(i == 0 ? 0xfd : i == 15 ? 9 : 0);
+    }
+    uint8_t data[12] = {0x04, 0, 0xff, 0xff, 0, 0x00, 0x00, 0x12};
+    uint8_t cnp[12] = {0x81, 0, 0xff, 0xff, 0, 0x00, 0x00, 0x52};
+    FlowTable ft(64);
+    FlowRun run;
+    for (int i = 0; i < 3; ++i) ft.add(run, v4, data, 2, false, false, 10);
+    ft.add(run, v4, cnp, 2, false, true, 11);
+    ft.add(run, v6, data, 2, true, false, 12);
+    ft.add(run, v6, data, 2, true, false, 12);
+    ft.add(run, v4, data, 2, false, false, 13);  // The first conversation again: merged in the table.
+    ft.flush(run, 13);
+    ft.flush(run, 14);  // Nothing left: no effect.
+    std::map<std::pair<uint32_t, uint32_t>, FlowSample> got;
+    for (uint32_t i = 0; i < ft.size(); ++i) {
+        FlowSample fs;
+        if (ft.read(i, fs)) got[{fs.key.family, fs.key.dqp}] = fs;
+    }
+    ASSERT_EQ(got.size(), 3u);
+    const FlowSample& d4 = got[{4, 0x12}];
+    EXPECT_EQ(d4.pkts, 4u);
+    EXPECT_EQ(d4.bytes, 400u);
+    EXPECT_EQ(d4.cnps, 0u);
+    EXPECT_EQ(d4.tunnel, 2);
+    EXPECT_EQ(d4.last_tsc, 13u);
+    EXPECT_EQ(d4.key.src[0], 10);
+    EXPECT_EQ(d4.key.dst[3], 9);
+    EXPECT_EQ((got[{4, 0x52}].cnps), 1u);
+    const FlowSample& d6 = got[{6, 0x12}];
+    EXPECT_EQ(d6.pkts, 2u);
+    EXPECT_EQ(d6.bytes, 200u);
+    EXPECT_TRUE(d6.decap);
+    EXPECT_EQ(d6.key.src[15], 5);
+    EXPECT_EQ(d6.key.dst[15], 9);
+}
+
 TEST(FlowAggregator, MergesWorkersAndComputesRates) {
     FlowTable a(64), b(64);
     const uint64_t hz = 1000;
-    for (int i = 0; i < 10; ++i) a.update(key(1, 9), 0, false, 100, i < 2, 1);
-    for (int i = 0; i < 5; ++i) b.update(key(1, 9), 0, false, 100, false, 1);
+    for (int i = 0; i < 10; ++i) a.update(key(1, 9), 0, false, 1, 100, (i < 2) ? 1 : 0, 1);
+    for (int i = 0; i < 5; ++i) b.update(key(1, 9), 0, false, 1, 100, (false) ? 1 : 0, 1);
     FlowAggregator agg;
     agg.sample({&a, &b}, 1000, hz);
-    for (int i = 0; i < 30; ++i) a.update(key(1, 9), 0, false, 100, true, 1500);
+    for (int i = 0; i < 30; ++i) a.update(key(1, 9), 0, false, 1, 100, (true) ? 1 : 0, 1500);
     agg.sample({&a, &b}, 3000, hz);  // Two seconds later.
     auto s = snap_with({}, {"cloud"}, 0);
     const auto fr = agg.report(*s);
