@@ -1,4 +1,5 @@
 // `dscpgw run`: opens the configured ports and runs one run-to-completion worker.
+#include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -147,6 +148,32 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
     return true;
 }
 
+// Pins `t` to the online CPUs no EAL lcore runs on; where every CPU has an lcore, it stays on
+// the main lcore's CPUs and the operator is told that the control thread shares a worker's core.
+void place_control_thread(std::thread& t) {
+    cpu_set_t free_cpus, all;
+    CPU_ZERO(&free_cpus);
+    CPU_ZERO(&all);
+    if (sched_getaffinity(0, sizeof all, &all) != 0) return;
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<size_t>(c), &free_cpus);
+    for (unsigned l = 0; l < RTE_MAX_LCORE; ++l) {
+        if (!rte_lcore_is_enabled(l)) continue;
+        const rte_cpuset_t cs = rte_lcore_cpuset(l);
+        for (size_t c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &cs)) CPU_CLR(c, &free_cpus);
+    }
+    if (CPU_COUNT(&free_cpus) != 0 &&
+        pthread_setaffinity_np(t.native_handle(), sizeof free_cpus, &free_cpus) == 0) {
+        std::printf("dscpgw: one lcore: the control thread runs on the %d CPU(s) the EAL does not "
+                    "use\n", CPU_COUNT(&free_cpus));
+    } else {
+        std::printf("dscpgw: one lcore and no CPU left for the control thread: it shares the "
+                    "worker's core (give the EAL a second lcore, such as -l 0,1)\n");
+    }
+    std::fflush(stdout);
+}
+
 }  // namespace
 
 int cmd_run(const std::string& config) {
@@ -285,10 +312,6 @@ int cmd_run(const std::string& config) {
             rte_ring_free(r);
         }
     } ring_cleanup{inject};
-    if (on_main && neighbors->size() != 0)
-        std::fprintf(stderr,
-                     "dscpgw run: a single lcore forwards; the control thread shares its core and "
-                     "probes next hops from there; give the EAL a second lcore\n");
     setup.cfg = cfg;
     setup.macs = macs;
     setup.eth_port = eth_port;
@@ -343,8 +366,10 @@ int cmd_run(const std::string& config) {
         control_loop();  // The main lcore is the control thread.
         for (unsigned w = 0; w < workers; ++w) rte_eal_wait_lcore(lcores[w]);
     } else {
-        // One lcore: it forwards; the control thread is an ordinary thread beside it.
+        // One lcore: it forwards; the control thread is an ordinary thread on the CPUs the EAL
+        // does not use, or, where there are none, sharing the worker's (said at start).
         std::thread control(control_loop);
+        place_control_thread(control);
         worker_main(&ctxs[0]);  // Signals still stop it.
         control.join();
     }

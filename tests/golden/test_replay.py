@@ -83,8 +83,9 @@ def parse_counters(out):
             c["class." + name] = int(f[-4])
         elif section == "tunnels":
             m = re.match(r"\s+(\S+)\s+encap (\d+) pkts (\d+) bytes, decap (\d+) pkts (\d+) bytes, "
-                         r"outer_dscp_remarked (\d+), ecn_ce_marked (\d+)", line)
+                         r"outer_dscp_remarked (\d+), ecn_ce_marked (\d+), cnp in (\d+) out (\d+)", line)
             n = m.group(1)
+            c[f"tunnel.{n}.cnp_in"], c[f"tunnel.{n}.cnp_out"] = int(m.group(8)), int(m.group(9))
             c[f"tunnel.{n}.encap"], c[f"tunnel.{n}.decap"] = int(m.group(2)), int(m.group(4))
             c[f"tunnel.{n}.remarked"], c[f"tunnel.{n}.ce"] = int(m.group(6)), int(m.group(7))
         elif section == "ports":
@@ -366,6 +367,28 @@ def vxlan6(inner, **kw):
 
 def gen4(inner, **kw):
     return encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, **kw)
+
+
+@test
+def cnps_counted_per_tunnel_and_direction():
+    # CNPs into the tunnel (plain IPv4 shortcut, a VLAN-tagged one through the general path) and
+    # out of it (decap shortcut; IPv6 over VXLAN through the general path), among data packets.
+    lan = [roce("10.10.0.5", "10.20.0.9", opcode=0x81, dqpn=0x52),
+           roce("10.10.0.5", "10.20.0.9", opcode=0x04),
+           roce("10.10.0.5", "10.20.0.9", opcode=0x81, vlan=7),
+           roce("fd00:10::5", "fd00:20::9", opcode=0x81)]
+    r = replay(lan)
+    eq(len(r.outs), 4, "all encapsulated")
+    eq(r.c("tunnel.geneve4.cnp_in"), 3, "CNPs into geneve4")
+    eq(r.c("tunnel.geneve4.cnp_out"), 0, "none out")
+    wan = [gen4(roce("10.20.0.9", "10.10.0.5", opcode=0x81), tos=48 << 2),
+           gen4(roce("10.20.0.9", "10.10.0.5", opcode=0x0A), tos=26 << 2),
+           vxlan6(roce("10.30.0.9", "10.10.0.5", opcode=0x81, vlan=3), tos=48 << 2)]
+    r = replay(wan, port="wan")
+    eq(len(r.outs), 3, "all decapsulated")
+    eq(r.c("tunnel.geneve4.cnp_out"), 1, "CNP out of geneve4")
+    eq(r.c("tunnel.vxlan6.cnp_out"), 1, "CNP out of vxlan6 (tagged inner: general path)")
+    eq(r.c("tunnel.geneve4.cnp_in"), 0, "none in")
 
 
 @test
