@@ -305,6 +305,21 @@ def pcap_suite():
 
         R.check("metrics_exposition_promtool", exposition)
 
+        def documented():
+            with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
+                doc = f.read()
+            text = gw.metrics()
+            for name in re.findall(r"^# TYPE (dscpgw_\S+)", text, re.M):
+                assert f"`{name}`" in doc, f"{name} is not in docs/metrics.md"
+            for reason in ctl_json(gw.sock, "stats")["drops"]:
+                assert f"| `{reason}` |" in doc, f"drop reason {reason} is not in docs/metrics.md"
+            with open(os.path.join(ROOT, "docs", "control.md")) as f:
+                ctl_doc = f.read()
+            for cmd in ("status", "stats", "tunnels", "classes", "neighbors", "flows --top", "reload"):
+                assert f"$ dscpgw ctl {cmd}" in ctl_doc, f"docs/control.md has no example of ctl {cmd}"
+
+        R.check("every_metric_and_command_documented", documented)
+
         def prometheus_server():
             prom = shutil.which("prometheus")
             if prom is None:
@@ -334,6 +349,21 @@ def pcap_suite():
                 eq(list(up.values()), [1.0], "the scrape target is up")
                 cnp = query('dscpgw_tunnel_cnp_packets_total{tunnel="az1",direction="encap"}')
                 eq(list(cnp.values()), [30.0], "CNPs per tunnel through Prometheus")
+                # Every query of the shipped Grafana dashboard is valid PromQL and uses only
+                # metrics the gateway exports.
+                with open(os.path.join(ROOT, "docs", "grafana-dashboard.json")) as f:
+                    dash = json.load(f)
+                exported = set(re.findall(r"^# TYPE (\S+)", gw.metrics(), re.M))
+                n = 0
+                for panel in dash["panels"]:
+                    for t in panel["targets"]:
+                        q = t["expr"].replace("$__rate_interval", "1m").replace("$instance", ".*")
+                        r = json.loads(http_get(api + urllib.parse.quote(q)))
+                        eq(r["status"], "success", f"dashboard query {q}")
+                        for name in re.findall(r"\b(dscpgw_[a-z0-9_]+)", q):
+                            assert name in exported, f"dashboard uses {name}, which the gateway does not export"
+                        n += 1
+                assert n >= 15, f"only {n} dashboard queries"
             finally:
                 p.terminate()
                 p.wait(timeout=30)
