@@ -88,6 +88,19 @@ def main():
         show("in the LAN (vi0): sent, and received back from the cloud with DSCP and ECN intact", idc.path,
              fields[:4] + fields[5:])
         print(f"\n(captured {len(w)} tunnel packets, {len(c)} in the cloud, {len(i)} in the LAN)")
+        time.sleep(1.2)  # One flow-table sample.
+        ctl = [binary, "ctl", "--config", os.path.join(ROOT, "config", "live-demo.toml")]
+        for view in (["stats"], ["flows", "--top", "5"], ["reload"]):
+            print(f"\n== dscpgw ctl {' '.join(view)} (the control socket, while it runs)")
+            p = subprocess.run(ctl + view, capture_output=True, text=True)
+            print((p.stdout + p.stderr).rstrip())
+        print("\n== Prometheus exposition (http://127.0.0.1:9550/metrics), per class and tunnel")
+        import urllib.request
+        with urllib.request.urlopen("http://127.0.0.1:9550/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(("dscpgw_class_packets_total", "dscpgw_tunnel_cnp_packets_total",
+                                    "dscpgw_tunnel_encap_packets_total", "dscpgw_config_generation")):
+                    print("  " + line)
     finally:
         if gw is not None and gw.poll() is None:
             gw.send_signal(signal.SIGINT)
