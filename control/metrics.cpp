@@ -215,7 +215,7 @@ std::vector<MetricFamily> metric_families(const Report& r) {
             d(r.mbufs_in_use));
     f.gauge("dscpgw_mempool_mbufs", "Packet buffers in the pools.", d(r.mbufs_total));
     f.gauge("dscpgw_flows_tracked", "RoCE conversations in the workers' flow tables.",
-            d(r.flows.size()));
+            d(r.flows_tracked));
     return f.take();
 }
 

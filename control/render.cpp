@@ -245,7 +245,7 @@ std::string render_json(const Report& r, const std::string& what, size_t n) {
                 .boolean(nb.is_static).close('}');
         j.close(']');
     } else if (what == "flows") {
-        j.key("tracked").num(r.flows.size()).key("slots_per_worker").num(r.flow_slots);
+        j.key("tracked").num(r.flows_tracked).key("slots_per_worker").num(r.flow_slots);
         j.key("heaviest").open('[');
         for (const FlowReport* f : top(r.flows, n, false)) json_flow(j, *f);
         j.close(']').key("most_congested").open('[');
@@ -343,7 +343,7 @@ std::string render_text(const Report& r, const std::string& what, size_t n) {
                      nb.is_static ? "static" : nb.mac.empty() ? "unresolved" : "resolved");
     } else if (what == "flows") {
         if (r.flow_slots == 0) return "flow tracking is off ([metrics] flows = 0)\n";
-        o += fmt("%zu RoCE conversations tracked (%u slots per worker)\n", r.flows.size(),
+        o += fmt("%zu RoCE conversations tracked (%u slots per worker)\n", r.flows_tracked,
                  r.flow_slots);
         for (const bool by_cnp : {false, true}) {
             o += by_cnp ? "\nMOST CONGESTED (CNPs per second)\n" : "\nHEAVIEST (bytes per second)\n";

@@ -111,6 +111,7 @@ struct Report {
     uint64_t probes_sent = 0, probes_failed = 0, neighbors_expired = 0;
     uint64_t mbufs_in_use = 0, mbufs_total = 0;
     std::vector<FlowReport> flows;  // Filled only for `flows`.
+    size_t flows_tracked = 0;       // Conversations at the last sample.
     uint32_t flow_slots = 0;        // Per worker; 0: flows not tracked.
 };
 

@@ -80,7 +80,7 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
     if (!setup_.cfg.metrics_listen.empty()) {
         collectable_ = std::make_shared<Collector>([this] {
             std::lock_guard<std::mutex> g(mu_);
-            return metric_families(gather());
+            return metric_families(gather(false));
         });
         try {
             exposer_ = std::make_unique<prometheus::Exposer>(
@@ -122,7 +122,7 @@ ControlPlane::~ControlPlane() {
     rte_free(rcu_);
 }
 
-Report ControlPlane::gather() {
+Report ControlPlane::gather(bool with_flows) {
     const Snapshot& s = *setup_.snap;
     std::vector<const WorkerStats*> ws;
     for (auto& st : stats_) ws.push_back(st.get());
@@ -199,7 +199,8 @@ Report ControlPlane::gather() {
         r.mbufs_total += mp->size;
     }
     r.flow_slots = flows_.empty() ? 0 : flows_[0]->size();
-    r.flows = agg_.report(s);
+    r.flows_tracked = agg_.size();
+    if (with_flows) r.flows = agg_.report(s);
     return r;
 }
 
@@ -302,7 +303,7 @@ std::string ControlPlane::handle(const std::string& request, bool& ok) {
         return "unknown command \"" + cmd + "\"; " + kUsage;
     }
     std::lock_guard<std::mutex> g(mu_);
-    const Report r = gather();
+    const Report r = gather(cmd == "flows");
     return json ? render_json(r, cmd, top) : render_text(r, cmd, top);
 }
 
@@ -363,7 +364,7 @@ void ControlPlane::run_once(int wait_ms) {
 
 void ControlPlane::print_summary(std::FILE* out) {
     std::lock_guard<std::mutex> g(mu_);
-    const Report r = gather();
+    const Report r = gather(false);
     print_counters(out, r);
     print_neighbors(out, *setup_.neighbors, *setup_.snap);
 }
@@ -373,7 +374,7 @@ int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
     ControlPlane* cp = g_instance;
     if (cp == nullptr) return -EAGAIN;
     std::lock_guard<std::mutex> g(cp->mu_);
-    const Report r = cp->gather();
+    const Report r = cp->gather(false);
     const std::string c = cmd;
     rte_tel_data_start_dict(d);
     // Telemetry names may hold only [A-Za-z0-9_/]; a class called "roce-cnp" shows as roce_cnp.

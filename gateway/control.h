@@ -71,7 +71,7 @@ class ControlPlane {
     static int telemetry(const char* cmd, const char* params, rte_tel_data* d);
 
   private:
-    Report gather();  // Caller holds mu_.
+    Report gather(bool with_flows);  // Caller holds mu_. Flows: only `ctl flows` lists them.
     std::string handle(const std::string& request, bool& ok);
     void periodic();
 

@@ -51,11 +51,10 @@ int cmd_ctl(int argc, char** argv) {
         const std::string a = argv[i];
         if ((a == "--socket" || a == "--config") && i + 1 < argc) {
             (a == "--socket" ? socket : config) = argv[++i];
-        } else if (a.rfind("--", 0) == 0 && request.empty()) {
-            std::fprintf(stderr, "dscpgw ctl: unknown option %s\n", a.c_str());
-            usage(stderr);
+        } else if (a == "--socket" || a == "--config") {
+            std::fprintf(stderr, "dscpgw ctl: %s needs a value\n", a.c_str());
             return 2;
-        } else {
+        } else {  // The command and its arguments (--json, --top N) go to the gateway as they are.
             request += (request.empty() ? "" : " ") + a;
         }
     }

@@ -274,6 +274,26 @@ def pcap_suite():
 
         R.check("ctl_errors_are_clear", errors)
 
+        def conflicts():
+            # A second gateway on the same control socket or metrics port is refused at start,
+            # saying which, and the first one is untouched.
+            other = body.replace(f"{TMP}/lan-out.pcap", f"{TMP}/lan-out2.pcap").replace(
+                f"{TMP}/wan-out.pcap", f"{TMP}/wan-out2.pcap")
+            eal = (f'[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores()}", '
+                   f'"--file-prefix", "dscpgw-second"]\n')
+            for ctl_sock, port, expect in ((gw.sock, free_port(), "another gateway is already listening on"),
+                                           (os.path.join(TMP, "second.sock"), gw.port, "cannot listen there")):
+                cfg = os.path.join(TMP, "second.toml")
+                with open(cfg, "w") as f:
+                    f.write(eal + f'[metrics]\nlisten = "127.0.0.1:{port}"\n[control]\nsocket = "{ctl_sock}"\n' + other)
+                p = subprocess.run([DSCPGW, "run", "--config", cfg], capture_output=True, text=True, timeout=60)
+                eq(p.returncode, 1, f"second gateway ({expect}): exit code")
+                assert expect in p.stderr, p.stderr
+            eq(gw.p.poll(), None, "the first gateway still runs")
+            eq(ctl_json(gw.sock, "status")["generation"], 1, "and still answers")
+
+        R.check("second_gateway_on_same_socket_or_port_refused", conflicts)
+
         def owner_only():
             if os.geteuid() != 0 or shutil.which("setpriv") is None:
                 raise Skip("needs root and setpriv to try the socket as another user")
