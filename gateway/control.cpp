@@ -385,11 +385,22 @@ int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
         return o;
     };
     const auto u64 = [&](rte_tel_data* t, const std::string& k, uint64_t v) {
-        rte_tel_data_add_dict_u64(t, key(k).c_str(), v);
+        if (t != nullptr) rte_tel_data_add_dict_u64(t, key(k).c_str(), v);
     };
-    const auto dict = [&](rte_tel_data* t, const std::string& name, rte_tel_data* sub) {
-        if (rte_tel_data_add_dict_container(t, key(name).c_str(), sub, 0) != 0)
-            rte_tel_data_free(sub);
+    const auto str = [&](rte_tel_data* t, const std::string& k, const std::string& v) {
+        if (t != nullptr)
+            rte_tel_data_add_dict_string(t, key(k).c_str(),
+                                         v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
+    };
+    // A nested dict, added to `t` under `name` once filled (it is freed with the reply).
+    const auto sub = [] {
+        rte_tel_data* x = rte_tel_data_alloc();
+        if (x != nullptr) rte_tel_data_start_dict(x);
+        return x;
+    };
+    const auto dict = [&](rte_tel_data* t, const std::string& name, rte_tel_data* x) {
+        if (x != nullptr && rte_tel_data_add_dict_container(t, key(name).c_str(), x, 0) != 0)
+            rte_tel_data_free(x);
     };
     if (c == "/dscpgw/stats") {
         u64(d, "generation", r.generation);
@@ -398,24 +409,19 @@ int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
         u64(d, "tx_failed", r.tx_failed);
         u64(d, "mbufs_in_use", r.mbufs_in_use);
         u64(d, "unclassified_packets", r.unclassified[0]);
-        rte_tel_data* drops = rte_tel_data_alloc();
-        rte_tel_data_start_dict(drops);
+        rte_tel_data* drops = sub();
         for (const auto& [name, v] : r.drops) u64(drops, name, v);
         dict(d, "drops", drops);
-        rte_tel_data* cp_ = rte_tel_data_alloc();
-        rte_tel_data* cb = rte_tel_data_alloc();
-        rte_tel_data_start_dict(cp_);
-        rte_tel_data_start_dict(cb);
+        rte_tel_data* cp_ = sub();
+        rte_tel_data* cb = sub();
         for (const ClassReport& k : r.classes) {
             u64(cp_, k.name, k.t[0]);
             u64(cb, k.name, k.t[1]);
         }
         dict(d, "class_packets", cp_);
         dict(d, "class_bytes", cb);
-        rte_tel_data* rx = rte_tel_data_alloc();
-        rte_tel_data* tx = rte_tel_data_alloc();
-        rte_tel_data_start_dict(rx);
-        rte_tel_data_start_dict(tx);
+        rte_tel_data* rx = sub();
+        rte_tel_data* tx = sub();
         for (const PortReport& p : r.ports) {
             u64(rx, p.name, p.rx_pkts);
             u64(tx, p.name, p.tx_pkts);
@@ -424,11 +430,10 @@ int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
         dict(d, "port_tx_packets", tx);
     } else if (c == "/dscpgw/tunnels") {
         for (const TunnelReport& t : r.tunnels) {
-            rte_tel_data* x = rte_tel_data_alloc();
-            rte_tel_data_start_dict(x);
-            rte_tel_data_add_dict_string(x, "type", t.type.c_str());
+            rte_tel_data* x = sub();
+            str(x, "type", t.type);
             u64(x, "vni", t.vni);
-            rte_tel_data_add_dict_string(x, "remote", t.remote.c_str());
+            str(x, "remote", t.remote);
             u64(x, "encap_packets", t.t[kEncapPkts]);
             u64(x, "encap_bytes", t.t[kEncapBytes]);
             u64(x, "decap_packets", t.t[kDecapPkts]);
@@ -441,26 +446,22 @@ int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
         }
     } else if (c == "/dscpgw/classes") {
         for (const ClassReport& k : r.classes) {
-            rte_tel_data* x = rte_tel_data_alloc();
-            rte_tel_data_start_dict(x);
-            rte_tel_data_add_dict_int(x, "dscp", k.set_dscp);
+            rte_tel_data* x = sub();
+            if (x != nullptr) rte_tel_data_add_dict_int(x, "dscp", k.set_dscp);
             u64(x, "packets", k.t[0]);
             u64(x, "bytes", k.t[1]);
             dict(d, k.name, x);
         }
     } else {  // /dscpgw/config
-        rte_tel_data_add_dict_string(d, "path", r.config_path.substr(0, 127).c_str());
+        str(d, "path", r.config_path);
         u64(d, "generation", r.generation);
-        rte_tel_data_add_dict_string(d, "last_reload_result",
-                                     r.last_reload_ok ? "success" : "failure");
-        rte_tel_data_add_dict_string(
-            d, "last_reload_error",
-            r.last_reload_error.substr(0, r.last_reload_error.find('\n')).substr(0, 127).c_str());
+        str(d, "last_reload_result", r.last_reload_ok ? "success" : "failure");
+        str(d, "last_reload_error", r.last_reload_error.substr(0, r.last_reload_error.find('\n')));
         u64(d, "reloads_ok", r.reloads_ok);
         u64(d, "reloads_failed", r.reloads_failed);
         u64(d, "classes", r.classes.size());
         u64(d, "tunnels", r.tunnels.size());
-        rte_tel_data_add_dict_string(d, "version", r.version.c_str());
+        str(d, "version", r.version);
     }
     return 0;
 }
