@@ -65,6 +65,10 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     f.gauge("dscpgw_config_last_reload_success",
             "1 if the last configuration load or reload succeeded, 0 if it was refused.",
             r.last_reload_ok > 0 ? 1 : 0);
+    f.gauge("dscpgw_config_last_reload_duration_seconds",
+            "How long the last reload took: read, validate, compile, publish, and wait until every "
+            "worker left the old snapshot.",
+            r.last_reload_seconds);
     MetricFamily& rl = f.family("dscpgw_config_reloads_total",
                                 "Configuration reloads (control socket or SIGHUP) by result.", C);
     Families::add(rl, d(r.reloads_ok), {{"result", "success"}});
@@ -148,7 +152,7 @@ std::vector<MetricFamily> metric_families(const Report& r) {
         "encap: sent to the far side (congestion here), decap: received from it.",
         C);
     MetricFamily& cnp_rate = f.family(
-        "dscpgw_tunnel_cnp_rate",
+        "dscpgw_tunnel_cnp_packets_per_second",
         "CNPs per second through the tunnel over the last second, by direction.", G);
     for (const TunnelReport& t : r.tunnels) {
         Families::add(cnp, d(t.t[kCnpEncap]), {{"direction", "encap"}, {"tunnel", t.name}});
@@ -209,7 +213,7 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     f.each("dscpgw_worker_flow_evictions_total",
            "RoCE conversations the worker's flow table evicted to make room.", C, ws, "worker",
            wname, [](const auto& p) { return d(p.second->flow_evictions); });
-    f.gauge("dscpgw_tsc_hz", "TSC frequency: cycles per second of the worker counters.",
+    f.gauge("dscpgw_tsc_hertz", "TSC frequency: cycles per second of the worker counters.",
             d(r.tsc_hz));
     f.gauge("dscpgw_mempool_mbufs_in_use", "Packet buffers in use (all pools).",
             d(r.mbufs_in_use));

@@ -142,6 +142,7 @@ void json_status(Json& j, const Report& r) {
         .key("last_reload").str(iso_time(r.last_reload_time))
         .key("last_reload_result").str(reload_word(r.last_reload_ok))
         .key("last_reload_error").str(r.last_reload_error)
+        .key("last_reload_seconds").dbl(r.last_reload_seconds)
         .key("reloads_ok").num(r.reloads_ok)
         .key("reloads_failed").num(r.reloads_failed)
         .key("workers").num(r.workers.size())

@@ -97,6 +97,7 @@ struct Report {
     double last_reload_time = 0;     // 0: never reloaded.
     int last_reload_ok = -1;         // -1: never reloaded; 0 failed; 1 succeeded.
     std::string last_reload_error;
+    double last_reload_seconds = 0;  // Validate + compile + publish + wait for the workers.
     uint64_t reloads_ok = 0, reloads_failed = 0;
     uint64_t tsc_hz = 0;
     std::vector<PortReport> ports;

@@ -67,11 +67,6 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
         if (setup_.cfg.flow_entries != 0)
             flows_.push_back(std::make_unique<FlowTable>(setup_.cfg.flow_entries));
     }
-    const size_t sz = rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(workers));
-    rcu_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("dscpgw_rcu", sz, RTE_CACHE_LINE_SIZE));
-    if (rcu_ == nullptr || rte_rcu_qsbr_init(rcu_, static_cast<uint32_t>(workers)) != 0)
-        throw std::runtime_error("cannot allocate the RCU state: " +
-                                 std::string(rte_strerror(rte_errno)));
     published_.store(setup_.snap.get(), std::memory_order_release);
     start_time_ = last_reload_time_ = unix_now();
     link_state_.assign(setup_.eth_port.size(), -1);
@@ -91,6 +86,14 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
         }
         exposer_->RegisterCollectable(collectable_, "/metrics");
         log_line("metrics: http://" + setup_.cfg.metrics_listen + "/metrics");
+    }
+    // Last of what can fail: a throw above leaves nothing behind (members clean up themselves).
+    const size_t sz = rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(workers));
+    rcu_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("dscpgw_rcu", sz, RTE_CACHE_LINE_SIZE));
+    if (rcu_ == nullptr || rte_rcu_qsbr_init(rcu_, static_cast<uint32_t>(workers)) != 0) {
+        rte_free(rcu_);
+        throw std::runtime_error("cannot allocate the RCU state: " +
+                                 std::string(rte_strerror(rte_errno)));
     }
     {
         std::lock_guard<std::mutex> g(g_instance_mu);
@@ -136,6 +139,7 @@ Report ControlPlane::gather(bool with_flows) {
     r.last_reload_time = last_reload_time_;
     r.last_reload_ok = last_reload_ok_ ? 1 : 0;
     r.last_reload_error = last_reload_error_;
+    r.last_reload_seconds = last_reload_seconds_;
     r.reloads_ok = reloads_ok_;
     r.reloads_failed = reloads_failed_;
     r.tsc_hz = rte_get_tsc_hz();
@@ -207,7 +211,13 @@ Report ControlPlane::gather(bool with_flows) {
 bool ControlPlane::reload(std::string& msg) {
     std::lock_guard<std::mutex> g(mu_);
     last_reload_time_ = unix_now();
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto took = [&] {
+        last_reload_seconds_ =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
     const auto fail = [&](const std::string& why) {
+        took();
         last_reload_ok_ = false;
         last_reload_error_ = why;
         ++reloads_failed_;
@@ -246,13 +256,15 @@ bool ControlPlane::reload(std::string& msg) {
     std::swap(setup_.snap, snap);
     setup_.cfg = std::move(next);
     snap.reset();  // The retired snapshot: its tables are freed here, off the fast path.
+    took();
     last_reload_ok_ = true;
     last_reload_error_.clear();
     ++reloads_ok_;
     const Snapshot& s = *setup_.snap;
     msg = "reloaded " + setup_.cfg.path + ": generation " + std::to_string(s.generation) + ", " +
           std::to_string(s.classes.size()) + " classes, " + std::to_string(s.tunnels.size()) +
-          " tunnels\n";
+          " tunnels, live in " + std::to_string(static_cast<int>(last_reload_seconds_ * 1e6)) +
+          " us\n";
     return true;
 }
 

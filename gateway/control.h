@@ -83,7 +83,7 @@ class ControlPlane {
     std::vector<std::unique_ptr<FlowTable>> flows_;
     NamedTotals totals_;
     FlowAggregator agg_;
-    double start_time_ = 0, last_reload_time_ = 0;
+    double start_time_ = 0, last_reload_time_ = 0, last_reload_seconds_ = 0;
     bool last_reload_ok_ = true;
     std::string last_reload_error_;
     uint64_t reloads_ok_ = 0, reloads_failed_ = 0;

@@ -584,8 +584,11 @@ def reload_under_load():
         eq(stats["tunnels"][0]["encap_packets"], N_LOAD, "the tunnel counter follows its name across reloads")
         m = re.search(r"mbufs in use after shutdown: (\d+) \(at start: (\d+)\)", gwout)
         assert m and m.group(1) == m.group(2), "mbufs leaked: " + gwout[-1500:]
+        us = sorted(int(x) for x in re.findall(r"live in (\d+) us", gwout))
+        eq(len(us), ok, "every applied reload logged with its duration")
         print(f"   {N_LOAD} packets at {RATE}/s, {ok} reloads applied ({by_cfg[100]} packets under A, "
-              f"{by_cfg[101]} under B), {bad} refused")
+              f"{by_cfg[101]} under B), {bad} refused; reload took {us[len(us) // 2]} us median, "
+              f"{us[-1]} us max")
     finally:
         teardown(n)
 

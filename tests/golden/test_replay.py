@@ -820,9 +820,15 @@ def run_two_workers_share_nothing():
                 '[gateway]\nworkers = 2\n' + text + f'\n[control]\nsocket = "{TMP}/w2.sock"\n')
     p = subprocess.Popen([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)
+    # A reload waits for both workers to leave the old snapshot (RCU), here on one shared CPU.
+    for _ in range(3):
+        r = subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/w2.sock", "reload"], capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, f"reload with two workers: {r.stderr}")
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=30)
     eq(p.returncode, 0, f"exit code: {err}")
+    assert "generation 4" in out, out
     assert "2 worker(s) on lcore(s) 1 2" in out, out
     assert "2 RX / 2 TX queues" in out, out
     c = parse_counters(out)
