@@ -820,7 +820,6 @@ std::vector<std::string> restart_reasons(const Config& a, const Config& b) {
         if (p.name != q.name) why.push_back(at + "name changed");
         if (p.device != q.device) why.push_back(at + "device changed");
         if (p.role != q.role) why.push_back(at + "role changed");
-        if (p.mtu != q.mtu) why.push_back(at + "mtu changed");
         if (p.has_mac != q.has_mac || p.mac != q.mac) why.push_back(at + "mac changed");
         // A transparent inner port is promiscuous, an addressed one is not: set at start.
         if ((p.has_ipv4 || p.has_ipv6) != (q.has_ipv4 || q.has_ipv6))

@@ -151,7 +151,7 @@ void json_status(Json& j, const Report& r) {
         .key("ports").open('[');
     for (const PortReport& p : r.ports) {
         j.open('{').key("name").str(p.name).key("device").str(p.device).key("role").str(p.role)
-            .key("link_up");
+            .key("mtu").num(p.mtu).key("link_up");
         if (p.link_up < 0)
             j.raw("null");
         else
@@ -275,8 +275,8 @@ std::string render_text(const Report& r, const std::string& what, size_t n) {
         o += fmt("workers     %zu, mbufs in use %" PRIu64 " of %" PRIu64 "\n", r.workers.size(),
                  r.mbufs_in_use, r.mbufs_total);
         for (const PortReport& p : r.ports)
-            o += fmt("port %-12s %-6s %-40s %s\n", p.name.c_str(), p.role.c_str(),
-                     p.device.c_str(),
+            o += fmt("port %-12s %-6s mtu %-5u %-40s %s\n", p.name.c_str(), p.role.c_str(),
+                     p.mtu, p.device.c_str(),
                      p.link_up < 0   ? "link unknown"
                      : p.link_up > 0 ? fmt("link up %u Mbps", p.speed_mbps).c_str()
                                      : "link down");

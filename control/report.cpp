@@ -113,6 +113,7 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
     }
     for (size_t i = 0; i < s.ports.size(); ++i) {
         PortReport& p = r.ports[i];
+        p.mtu = s.ports[i].mtu;
         p.rx_pkts = sum(ws, &WorkerStats::rx_pkts, i);
         p.rx_bytes = sum(ws, &WorkerStats::rx_bytes, i);
         p.tx_pkts = sum(ws, &WorkerStats::tx_pkts, i);

@@ -50,6 +50,7 @@ class NamedTotals {
 struct PortReport {
     std::string name, device, role;
     int link_up = -1;  // -1: unknown (no device, as in replay).
+    uint32_t mtu = 0;
     uint32_t speed_mbps = 0;
     uint64_t rx_pkts = 0, rx_bytes = 0, tx_pkts = 0, tx_bytes = 0;  // The gateway's.
     // The device's (rte_eth_stats).

@@ -245,7 +245,11 @@ bool ControlPlane::reload(std::string& msg) {
     } catch (const std::exception& e) {
         return fail(e.what());
     }
+    // Last, as it touches the devices: a port MTU change (the snapshot's MTU checks follow it).
+    if (std::string err; !apply_mtus(next, err)) return fail(err);
     snap->bank = static_cast<uint8_t>(setup_.snap->bank ^ 1);
+    // One generation per configuration that went live (refused attempts do not count).
+    snap->generation = setup_.snap->generation + 1;
     // Publish, then wait until every worker has finished the poll it may have begun under the
     // old snapshot; only then is the old one (and its counter bank) no longer in use.
     published_.store(snap.get(), std::memory_order_release);
@@ -265,6 +269,37 @@ bool ControlPlane::reload(std::string& msg) {
           std::to_string(s.classes.size()) + " classes, " + std::to_string(s.tunnels.size()) +
           " tunnels, live in " + std::to_string(static_cast<int>(last_reload_seconds_ * 1e6)) +
           " us\n";
+    return true;
+}
+
+bool ControlPlane::apply_mtus(const Config& next, std::string& err) {
+    std::vector<size_t> changed;
+    for (size_t i = 0; i < next.ports.size(); ++i) {
+        const PortConf &cur = setup_.cfg.ports[i], &nx = next.ports[i];
+        if (cur.mtu == nx.mtu) continue;
+        const uint32_t frame = nx.mtu + 14 + 8 + 4;  // Ethernet, two VLAN tags, FCS.
+        int rc = 0;
+        if (frame > setup_.max_frame) {
+            err = "ports[" + std::to_string(i) + "] (" + nx.name + "): mtu " +
+                  std::to_string(nx.mtu) + " needs " + std::to_string(frame) +
+                  "-byte buffers; they were sized for " + std::to_string(setup_.max_frame) +
+                  " bytes at start: restart the gateway (dscpgw run) for a larger MTU";
+        } else if ((rc = rte_eth_dev_set_mtu(setup_.eth_port[i],
+                                             static_cast<uint16_t>(nx.mtu))) != 0 &&
+                   rc != -ENOTSUP) {
+            err = "ports[" + std::to_string(i) + "] (" + nx.name + "): the device refused mtu " +
+                  std::to_string(nx.mtu) + ": " + rte_strerror(-rc);
+        } else {
+            changed.push_back(i);
+            continue;
+        }
+        for (size_t j : changed)
+            rte_eth_dev_set_mtu(setup_.eth_port[j], static_cast<uint16_t>(setup_.cfg.ports[j].mtu));
+        return false;
+    }
+    for (size_t i : changed)
+        log_line("port " + next.ports[i].name + ": mtu " + std::to_string(setup_.cfg.ports[i].mtu) +
+                 " -> " + std::to_string(next.ports[i].mtu));
     return true;
 }
 

@@ -39,6 +39,7 @@ struct ControlSetup {
     std::vector<uint16_t> eth_port;
     std::vector<unsigned> worker_lcores;  // Lcore of each worker.
     std::vector<rte_mempool*> pools;
+    uint32_t max_frame = 0;  // Largest frame an mbuf holds: bounds a live MTU change.
     NeighborTable* neighbors = nullptr;
     NeighborControl nctl;
 };
@@ -73,6 +74,8 @@ class ControlPlane {
   private:
     Report gather(bool with_flows);  // Caller holds mu_. Flows: only `ctl flows` lists them.
     std::string handle(const std::string& request, bool& ok);
+    // Sets the devices to `next`'s port MTUs; on failure restores those already changed.
+    bool apply_mtus(const Config& next, std::string& err);
     void periodic();
 
     mutable std::mutex mu_;  // Control thread, exposer threads, telemetry thread.

@@ -315,6 +315,7 @@ int cmd_run(const std::string& config) {
     setup.cfg = cfg;
     setup.macs = macs;
     setup.eth_port = eth_port;
+    setup.max_frame = room - RTE_PKTMBUF_HEADROOM;
     for (unsigned w = 0; w < workers; ++w)
         setup.worker_lcores.push_back(on_main ? rte_get_main_lcore() : lcores[w]);
     for (auto& [sock, mp] : pools) setup.pools.push_back(mp);

@@ -414,13 +414,19 @@ def pcap_suite():
             assert "unchanged" in p.stderr, p.stderr
             eq(metric(gw.metrics(), "dscpgw_config_last_reload_success"), 0.0, "reload result metric")
             # A change that needs a port restart is refused with that reason.
-            gw.write(body.replace("mtu = 4200", "mtu = 4000"))
+            gw.write(body.replace("net_pcap1,", "net_pcap2,"))
             p = ctl(gw.sock, "reload", check=False)
             eq(p.returncode, 1, "restart-needed reload: exit code")
-            assert "need a restart" in p.stderr and "ports[0] (lan): mtu changed" in p.stderr, p.stderr
+            assert "need a restart" in p.stderr and "ports[1] (wan): device changed" in p.stderr, p.stderr
+            # An MTU the buffers (sized at start) cannot hold is refused too.
+            gw.write(body.replace("mtu = 9000", "mtu = 9200"))
+            p = ctl(gw.sock, "reload", check=False)
+            eq(p.returncode, 1, "MTU beyond the buffers: exit code")
+            assert "ports[1] (wan): mtu 9200 needs 9226-byte buffers" in p.stderr, p.stderr
             now = ctl_json(gw.sock, "status")
             eq(now["generation"], before["generation"], "generation unchanged")
-            eq(now["reloads_failed"], before["reloads_failed"] + 2, "failures counted")
+            eq(now["reloads_failed"], before["reloads_failed"] + 3, "failures counted")
+            eq([x["mtu"] for x in now["ports"]], [4200, 9000], "port MTUs unchanged")
             eq(ctl_json(gw.sock, "classes")["classes"][0]["dscp"], 48, "old classes still live")
             # A valid change, by SIGHUP: live, counters kept.
             gw.write(body.replace("dscp = 48", "dscp = 46"))
@@ -430,11 +436,17 @@ def pcap_suite():
             eq((c[0]["name"], c[0]["dscp"], c[0]["packets"]), ("roce-cnp", 46, 30), "new DSCP, same counters")
             text = gw.metrics()
             eq(metric(text, "dscpgw_config_last_reload_success"), 1.0, "reload result metric")
-            eq(metric(text, "dscpgw_config_reloads_total", result="failure"), 2.0, "reloads by result")
+            eq(metric(text, "dscpgw_config_reloads_total", result="failure"), 3.0, "reloads by result")
             eq(metric(text, "dscpgw_config_reloads_total", result="success"), 1.0, "reloads by result")
             assert "SIGHUP: reloaded" in gw.output(), gw.output()[-2000:]
+            # A port MTU within the buffers applies live (the device is set, then the snapshot).
+            gw.write(body.replace("dscp = 48", "dscp = 46").replace("mtu = 4200", "mtu = 4000"))
+            ctl(gw.sock, "reload")
+            eq([x["mtu"] for x in ctl_json(gw.sock, "status")["ports"]], [4000, 9000], "lan MTU live")
+            assert "port lan: mtu 4200 -> 4000" in gw.output(), gw.output()[-2000:]
             # Removing a class and reordering the rest: counters follow names.
-            gw.write(re.sub(r'(?s)\[\[classes\]\]\nname = "roce-cnp".*?dscp = 46\n', "", body.replace("dscp = 48", "dscp = 46")))
+            gw.write(re.sub(r'(?s)\[\[classes\]\]\nname = "roce-cnp".*?dscp = 46\n', "",
+                            body.replace("dscp = 48", "dscp = 46").replace("mtu = 4200", "mtu = 4000")))
             ctl(gw.sock, "reload")
             c = ctl_json(gw.sock, "classes")["classes"]
             eq([(x["name"], x["packets"]) for x in c], [("roce-data", 70)], "roce-data keeps its count at index 0")
@@ -539,7 +551,7 @@ def reload_under_load():
             while sender.poll() is None:
                 i += 1
                 if i % 4 == 0:  # Invalid: a syntax error, or a change that needs a restart.
-                    gw.write(a + "[[classes]\n" if i % 8 == 0 else a.replace("mtu = 1450", "mtu = 1400"))
+                    gw.write(a + "[[classes]\n" if i % 8 == 0 else a.replace("workers = 1", "workers = 2"))
                     want = 1
                 else:
                     gw.write(a if i % 2 else b)
