@@ -141,6 +141,10 @@ TEST(Config, RestartReasons) {
     live += "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\nremote = \"198.18.0.2\"\n"
             "next_hop_mac = \"02:00:00:00:00:01\"\nroutes = [\"10.0.0.0/8\"]\n";
     EXPECT_TRUE(restart_reasons(a, parse_config(live, "t.toml")).empty());
+    // A port MTU is the control plane's to check against its buffers, not a restart reason.
+    std::string mtu = base;
+    mtu.replace(mtu.find("device = \"a\""), 12, "device = \"a\"\nmtu = 1400");
+    EXPECT_TRUE(restart_reasons(a, parse_config(mtu, "t.toml")).empty());
     const struct {
         std::string text, expect;
     } cases[] = {
