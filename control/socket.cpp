@@ -57,7 +57,9 @@ ControlServer::ControlServer(const std::string& path) : path_(path) {
         struct stat st{};
         if (stat(dir.c_str(), &st) != 0) {
             if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-                throw std::runtime_error(sys_error("cannot create control socket directory " + dir));
+                throw std::runtime_error(
+                    sys_error("cannot create control socket directory " + dir) +
+                    " (set [control] socket to a path this user can create)");
         } else if (!S_ISDIR(st.st_mode)) {
             throw std::runtime_error("control socket directory " + dir + " is not a directory");
         }
@@ -84,7 +86,8 @@ ControlServer::ControlServer(const std::string& path) : path_(path) {
     const int rc = ::bind(fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a);
     umask(old);
     if (rc != 0 || chmod(path.c_str(), 0600) != 0 || ::listen(fd_, 16) != 0) {
-        const std::string e = sys_error("cannot listen on control socket " + path);
+        const std::string e = sys_error("cannot listen on control socket " + path) +
+                              " (set [control] socket to a path this user can create)";
         ::close(fd_);
         fd_ = -1;
         throw std::runtime_error(e);

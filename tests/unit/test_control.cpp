@@ -269,6 +269,13 @@ TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
     // A file that is not a socket is never replaced.
     { std::FILE* f = std::fopen(path.c_str(), "w"); std::fclose(f); }
     EXPECT_THROW(ControlServer over_file(path), std::runtime_error);
+    // A directory that cannot be created: the message says what to set.
+    try {
+        ControlServer nowhere(path + "/under-a-file/g.sock");
+        ADD_FAILURE() << "a socket under a regular file";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("set [control] socket"), std::string::npos) << e.what();
+    }
     std::string cmd = "rm -rf " + std::string(tmpl);
     EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
