@@ -28,7 +28,8 @@ Snapshot::~Snapshot() {
 
 namespace {
 
-std::atomic<uint64_t> g_generation{0};
+// Makes the DPDK object names (lpm, hash) of every snapshot unique within the process.
+std::atomic<uint64_t> g_table_seq{0};
 
 void build_template(TunnelConf& t, const std::array<uint8_t, 6>& src_mac,
                     const std::array<uint8_t, 6>& dst_mac) {
@@ -84,7 +85,6 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
         n.is_static = true;
         n.mac.store(kNeighborValid | pack_mac(sn.mac.data()), std::memory_order_relaxed);
     }
-    s->generation = ++g_generation;
     s->ports = cfg.ports;
     s->icmp_rate = cfg.icmp_rate;
     // Effective MACs, and where each port's ICMP errors come from.
@@ -106,7 +106,7 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
     s->classes = cfg.classes;
     for (const ClassRule& c : s->classes) s->class_match.push_back(compile_class(c));
     s->tunnels = cfg.tunnels;
-    const std::string suffix = std::to_string(s->generation);
+    const std::string suffix = std::to_string(++g_table_seq);
 
     size_t n4 = 0, n6 = 0;
     for (const auto& t : s->tunnels)

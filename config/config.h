@@ -67,7 +67,8 @@ ClassMatch compile_class(const ClassRule& c);
 // gives each port's own MAC where the config sets none (the device's, or a made-up one in replay).
 // Requires rte_eal_init. Throws std::runtime_error on resource failure.
 // `neighbors` receives the tunnels' next hops and the static neighbors; it must outlive the
-// snapshot (workers read it) and is shared by successive snapshots.
+// snapshot (workers read it) and is shared by successive snapshots. The snapshot's generation is
+// 1; a reload numbers its own.
 std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
                                          const std::vector<std::array<uint8_t, 6>>& port_macs,
                                          NeighborTable& neighbors);

@@ -64,7 +64,7 @@ std::vector<MetricFamily> metric_families(const Report& r) {
             r.last_reload_time);
     f.gauge("dscpgw_config_last_reload_success",
             "1 if the last configuration load or reload succeeded, 0 if it was refused.",
-            r.last_reload_ok > 0 ? 1 : 0);
+            r.last_reload_ok ? 1 : 0);
     f.gauge("dscpgw_config_last_reload_duration_seconds",
             "How long the last reload took: read, validate, compile, publish, and wait until every "
             "worker left the old snapshot.",

@@ -1,9 +1,9 @@
 #include "control/neighbors.h"
 
-#include <arpa/inet.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "config/config.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 
@@ -55,23 +55,31 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
     }
 }
 
+std::vector<NeighborReport> neighbor_reports(const NeighborTable& table, const Snapshot& s) {
+    std::vector<NeighborReport> out;
+    for (size_t i = 0; i < table.size(); ++i) {
+        const Neighbor& n = table.at(i);
+        NeighborReport r;
+        r.addr = format_ip(n.family, n.addr.data());
+        r.port = n.port < s.ports.size() ? s.ports[n.port].name : "?";
+        r.is_static = n.is_static;
+        const uint64_t mac = n.mac.load(std::memory_order_relaxed);
+        if (mac & kNeighborValid) {
+            std::array<uint8_t, 6> m{};
+            unpack_mac(mac, m.data());
+            r.mac = format_mac(m);
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 void print_neighbors(std::FILE* out, const NeighborTable& table, const Snapshot& s) {
     if (table.size() == 0) return;
     std::fprintf(out, "neighbors:\n");
-    for (size_t i = 0; i < table.size(); ++i) {
-        const Neighbor& n = table.at(i);
-        char ip[INET6_ADDRSTRLEN];
-        inet_ntop(n.family == 4 ? AF_INET : AF_INET6, n.addr.data(), ip, sizeof ip);
-        const uint64_t mac = n.mac.load(std::memory_order_relaxed);
-        uint8_t m[6];
-        unpack_mac(mac, m);
-        if (mac & kNeighborValid)
-            std::fprintf(out, "  %-28s port %-8s %02x:%02x:%02x:%02x:%02x:%02x%s\n", ip,
-                         s.ports[n.port].name.c_str(), m[0], m[1], m[2], m[3], m[4], m[5],
-                         n.is_static ? " (static)" : "");
-        else
-            std::fprintf(out, "  %-28s port %-8s unresolved\n", ip, s.ports[n.port].name.c_str());
-    }
+    for (const NeighborReport& n : neighbor_reports(table, s))
+        std::fprintf(out, "  %-28s port %-8s %s%s\n", n.addr.c_str(), n.port.c_str(),
+                     n.mac.empty() ? "unresolved" : n.mac.c_str(), n.is_static ? " (static)" : "");
 }
 
 }  // namespace dscpgw

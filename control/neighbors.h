@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <vector>
+
+#include "control/report.h"
 
 struct rte_mempool;
 struct rte_ring;
@@ -26,6 +29,9 @@ inline constexpr uint32_t kNeighborMaxProbes = 3;      // Unanswered probes befo
 
 void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl& ctl,
                         uint64_t now_tsc, uint64_t tsc_hz);
+
+// Every entry: address, port, MAC (empty while unresolved), static or learned.
+std::vector<NeighborReport> neighbor_reports(const NeighborTable& table, const Snapshot& s);
 
 void print_neighbors(std::FILE* out, const NeighborTable& table, const Snapshot& s);
 

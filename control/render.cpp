@@ -30,7 +30,7 @@ std::string iso_time(double t) {
     return buf;
 }
 
-const char* reload_word(int ok) { return ok < 0 ? "none" : ok ? "ok" : "failed"; }
+const char* reload_word(bool ok) { return ok ? "ok" : "failed"; }
 
 // The heaviest flows by byte rate, and the most congested by CNP rate (ties by packets).
 std::vector<const FlowReport*> top(const std::vector<FlowReport>& fs, size_t n, bool by_cnp) {

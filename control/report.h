@@ -95,8 +95,8 @@ struct Report {
     std::string version, config_path, dpdk_version;
     uint64_t generation = 0;
     double start_time = 0, now = 0;  // Unix seconds.
-    double last_reload_time = 0;     // 0: never reloaded.
-    int last_reload_ok = -1;         // -1: never reloaded; 0 failed; 1 succeeded.
+    double last_reload_time = 0;     // The start, or the last reload attempt.
+    bool last_reload_ok = true;      // The start counts as a successful load.
     std::string last_reload_error;
     double last_reload_seconds = 0;  // Validate + compile + publish + wait for the workers.
     uint64_t reloads_ok = 0, reloads_failed = 0;

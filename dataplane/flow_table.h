@@ -86,7 +86,6 @@ class FlowTable {
     }
 
     uint32_t size() const { return size_; }
-    const FlowSlot& slot(uint32_t i) const { return slots_[i]; }
 
     // Worker: counts one RoCE packet from its IP header and BTH. Consecutive packets of one
     // conversation (the usual burst) accumulate in `run` and reach the table once; flush(run)

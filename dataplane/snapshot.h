@@ -184,7 +184,7 @@ inline DecapKey make_decap_key(uint8_t family, const uint8_t* remote, uint32_t v
 }
 
 struct Snapshot {
-    uint64_t generation = 0;
+    uint64_t generation = 1;  // Set by the owner: +1 per configuration that went live.
     uint8_t bank = 0;          // Which of each worker's ConfigCounters banks this snapshot counts in.
     uint32_t icmp_rate = 100;  // ICMP errors per second per worker; 0: none.
     std::vector<PortConf> ports;

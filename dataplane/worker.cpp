@@ -39,10 +39,8 @@ int worker_main(void* arg) {
     BurstState bs;
     bs.flows = c.flows;
     WorkerStats& st = *c.stats;
-    if (c.rcu != nullptr) {
-        rte_rcu_qsbr_thread_register(c.rcu, c.queue);
-        rte_rcu_qsbr_thread_online(c.rcu, c.queue);
-    }
+    rte_rcu_qsbr_thread_register(c.rcu, c.queue);
+    rte_rcu_qsbr_thread_online(c.rcu, c.queue);
     while (!c.stop->load(std::memory_order_relaxed)) {
         const uint64_t t0 = rte_rdtsc();
         bs.now_tsc = t0;
@@ -81,12 +79,10 @@ int worker_main(void* arg) {
         (got != 0 ? st.busy_cycles : st.idle_cycles).add(dt);
         st.polls.inc();
         // Nothing of `s` is used past here: a snapshot replaced before this point may be freed.
-        if (c.rcu != nullptr) rte_rcu_qsbr_quiescent(c.rcu, c.queue);
+        rte_rcu_qsbr_quiescent(c.rcu, c.queue);
     }
-    if (c.rcu != nullptr) {
-        rte_rcu_qsbr_thread_offline(c.rcu, c.queue);
-        rte_rcu_qsbr_thread_unregister(c.rcu, c.queue);
-    }
+    rte_rcu_qsbr_thread_offline(c.rcu, c.queue);
+    rte_rcu_qsbr_thread_unregister(c.rcu, c.queue);
     return 0;
 }
 

@@ -20,7 +20,7 @@ struct WorkerContext {
     // processes every packet of that poll under it; then it reports a quiescent state to `rcu`
     // (thread id: `queue`), after which the control thread may free a snapshot it replaced.
     const std::atomic<const Snapshot*>* snap = nullptr;
-    rte_rcu_qsbr* rcu = nullptr;  // None: the snapshot never changes (tests).
+    rte_rcu_qsbr* rcu = nullptr;
     FlowTable* flows = nullptr;   // This worker's RoCE conversations; none: not tracked.
     std::vector<uint16_t> eth_port;  // Config port index -> ethdev port id.
     std::vector<uint8_t>

@@ -64,6 +64,7 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
     const size_t workers = std::max<size_t>(setup_.worker_lcores.size(), 1);
     for (size_t w = 0; w < workers; ++w) {
         stats_.push_back(std::make_unique<WorkerStats>());
+        stats_ptrs_.push_back(stats_.back().get());
         if (setup_.cfg.flow_entries != 0)
             flows_.push_back(std::make_unique<FlowTable>(setup_.cfg.flow_entries));
     }
@@ -127,8 +128,7 @@ ControlPlane::~ControlPlane() {
 
 Report ControlPlane::gather(bool with_flows) {
     const Snapshot& s = *setup_.snap;
-    std::vector<const WorkerStats*> ws;
-    for (auto& st : stats_) ws.push_back(st.get());
+    const std::vector<const WorkerStats*> ws(stats_ptrs_.begin(), stats_ptrs_.end());
     Report r;
     r.version = DSCPGW_VERSION;
     r.dpdk_version = rte_version();
@@ -137,7 +137,7 @@ Report ControlPlane::gather(bool with_flows) {
     r.start_time = start_time_;
     r.now = unix_now();
     r.last_reload_time = last_reload_time_;
-    r.last_reload_ok = last_reload_ok_ ? 1 : 0;
+    r.last_reload_ok = last_reload_ok_;
     r.last_reload_error = last_reload_error_;
     r.last_reload_seconds = last_reload_seconds_;
     r.reloads_ok = reloads_ok_;
@@ -180,21 +180,7 @@ Report ControlPlane::gather(bool with_flows) {
             tr.cnp_decap_rate = it->second.second;
         }
     }
-    const NeighborTable& nt = *setup_.neighbors;
-    for (size_t i = 0; i < nt.size(); ++i) {
-        const Neighbor& n = nt.at(i);
-        NeighborReport nr;
-        nr.addr = format_ip(n.family, n.addr.data());
-        nr.port = n.port < s.ports.size() ? s.ports[n.port].name : "?";
-        nr.is_static = n.is_static;
-        const uint64_t mac = n.mac.load(std::memory_order_relaxed);
-        if (mac & kNeighborValid) {
-            std::array<uint8_t, 6> m{};
-            unpack_mac(mac, m.data());
-            nr.mac = format_mac(m);
-        }
-        r.neighbors.push_back(std::move(nr));
-    }
+    r.neighbors = neighbor_reports(*setup_.neighbors, s);
     r.probes_sent = setup_.nctl.probes_sent;
     r.probes_failed = setup_.nctl.probes_failed;
     r.neighbors_expired = setup_.nctl.expired;
@@ -208,8 +194,17 @@ Report ControlPlane::gather(bool with_flows) {
     return r;
 }
 
-bool ControlPlane::reload(std::string& msg) {
-    std::lock_guard<std::mutex> g(mu_);
+bool ControlPlane::reload(std::string& msg, const std::string& origin) {
+    bool ok;
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        ok = reload_locked(msg);
+    }
+    log_line(origin + (ok ? msg.substr(0, msg.size() - 1) : msg));
+    return ok;
+}
+
+bool ControlPlane::reload_locked(std::string& msg) {
     last_reload_time_ = unix_now();
     const auto t0 = std::chrono::steady_clock::now();
     const auto took = [&] {
@@ -248,15 +243,12 @@ bool ControlPlane::reload(std::string& msg) {
     // Last, as it touches the devices: a port MTU change (the snapshot's MTU checks follow it).
     if (std::string err; !apply_mtus(next, err)) return fail(err);
     snap->bank = static_cast<uint8_t>(setup_.snap->bank ^ 1);
-    // One generation per configuration that went live (refused attempts do not count).
     snap->generation = setup_.snap->generation + 1;
     // Publish, then wait until every worker has finished the poll it may have begun under the
     // old snapshot; only then is the old one (and its counter bank) no longer in use.
     published_.store(snap.get(), std::memory_order_release);
     rte_rcu_qsbr_synchronize(rcu_, RTE_QSBR_THRID_INVALID);
-    std::vector<WorkerStats*> ws;
-    for (auto& st : stats_) ws.push_back(st.get());
-    totals_.fold(*setup_.snap, ws);
+    totals_.fold(*setup_.snap, stats_ptrs_);
     std::swap(setup_.snap, snap);
     setup_.cfg = std::move(next);
     snap.reset();  // The retired snapshot: its tables are freed here, off the fast path.
@@ -322,7 +314,6 @@ std::string ControlPlane::handle(const std::string& request, bool& ok) {
         }
         std::string msg;
         ok = reload(msg);
-        log_line(ok ? msg.substr(0, msg.size() - 1) : msg);
         return msg + (ok ? "" : "\n");
     }
     bool json = false;
@@ -369,9 +360,8 @@ void ControlPlane::periodic() {
             for (auto& f : flows_) tables.push_back(f.get());
             agg_.sample(tables, now, hz);
             // CNPs per second per tunnel, from the exact per-name counters.
-            std::vector<const WorkerStats*> ws;
-            for (auto& st : stats_) ws.push_back(st.get());
-            const auto tt = totals_.tunnels(*setup_.snap, ws);
+            const auto tt = totals_.tunnels(
+                *setup_.snap, {stats_ptrs_.begin(), stats_ptrs_.end()});
             for (size_t t = 0; t < tt.size(); ++t) {
                 const std::string& name = setup_.snap->tunnels[t].name;
                 auto& prev = cnp_prev_[name];

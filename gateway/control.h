@@ -61,8 +61,9 @@ class ControlPlane {
     // One round of the control loop: serves the socket for up to `wait_ms`, then periodic work.
     void run_once(int wait_ms);
     // Reload from the config file; returns true when the new config is live. `msg` says what
-    // happened (errors: the file:line:column list or the restart reasons).
-    bool reload(std::string& msg);
+    // happened (errors: the file:line:column list or the restart reasons); it is also logged,
+    // after `origin` ("SIGHUP: " or nothing).
+    bool reload(std::string& msg, const std::string& origin = "");
 
     // The final summary (`run` prints it on exit).
     void print_summary(std::FILE* out);
@@ -74,6 +75,7 @@ class ControlPlane {
   private:
     Report gather(bool with_flows);  // Caller holds mu_. Flows: only `ctl flows` lists them.
     std::string handle(const std::string& request, bool& ok);
+    bool reload_locked(std::string& msg);
     // Sets the devices to `next`'s port MTUs; on failure restores those already changed.
     bool apply_mtus(const Config& next, std::string& err);
     void periodic();
@@ -83,6 +85,7 @@ class ControlPlane {
     std::atomic<const Snapshot*> published_{nullptr};
     rte_rcu_qsbr* rcu_ = nullptr;
     std::vector<std::unique_ptr<WorkerStats>> stats_;
+    std::vector<WorkerStats*> stats_ptrs_;  // The same, as the counter code takes them.
     std::vector<std::unique_ptr<FlowTable>> flows_;
     NamedTotals totals_;
     FlowAggregator agg_;

@@ -151,10 +151,8 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
 // Pins `t` to the online CPUs no EAL lcore runs on; where every CPU has an lcore, it stays on
 // the main lcore's CPUs and the operator is told that the control thread shares a worker's core.
 void place_control_thread(std::thread& t) {
-    cpu_set_t free_cpus, all;
+    cpu_set_t free_cpus;
     CPU_ZERO(&free_cpus);
-    CPU_ZERO(&all);
-    if (sched_getaffinity(0, sizeof all, &all) != 0) return;
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<size_t>(c), &free_cpus);
     for (unsigned l = 0; l < RTE_MAX_LCORE; ++l) {
@@ -304,13 +302,16 @@ int cmd_run(const std::string& config) {
                      rte_strerror(rte_errno));
         return 1;
     }
+    // Frames left in the ring go back to their pool, so this runs before the pools are freed.
     struct RingCleanup {
         rte_ring* r;
-        ~RingCleanup() {
-            for (void* left = nullptr; rte_ring_dequeue(r, &left) == 0;)
+        void release() {
+            for (void* left = nullptr; r != nullptr && rte_ring_dequeue(r, &left) == 0;)
                 rte_pktmbuf_free(static_cast<rte_mbuf*>(left));
             rte_ring_free(r);
+            r = nullptr;
         }
+        ~RingCleanup() { release(); }
     } ring_cleanup{inject};
     setup.cfg = cfg;
     setup.macs = macs;
@@ -353,12 +354,7 @@ int cmd_run(const std::string& config) {
     const auto control_loop = [&] {
         while (!g_stop.load()) {
             cp->run_once(50);
-            if (g_reload.exchange(false)) {
-                std::string msg;
-                const bool ok = cp->reload(msg);
-                std::printf("dscpgw: SIGHUP: %s%s", msg.c_str(), ok ? "" : "\n");
-                std::fflush(stdout);
-            }
+            if (std::string msg; g_reload.exchange(false)) cp->reload(msg, "SIGHUP: ");
         }
     };
     if (!on_main) {
@@ -420,8 +416,7 @@ int cmd_run(const std::string& config) {
     std::fflush(stdout);
     cp.reset();
     neighbors.reset();
-    for (void* left = nullptr; rte_ring_dequeue(inject, &left) == 0;)
-        rte_pktmbuf_free(static_cast<rte_mbuf*>(left));  // Before their pool goes.
+    ring_cleanup.release();
     for (auto& [sock, mp] : pools) rte_mempool_free(mp);
     return 0;
 }
