@@ -73,17 +73,44 @@ void build_template(TunnelConf& t, const std::array<uint8_t, 6>& src_mac,
 
 }  // namespace
 
+void StagedNeighbors::apply(NeighborTable& table, Snapshot& s) const {
+    for (const Entry& e : entries) {
+        const int i = table.add(e.family, e.port, e.addr.data());
+        if (i < 0) throw std::logic_error("neighbor table full after compile checked it");
+        Neighbor& n = table.at(static_cast<size_t>(i));
+        if (e.is_static) {
+            n.is_static.store(true, std::memory_order_relaxed);
+            n.mac.store(kNeighborValid | pack_mac(e.mac.data()), std::memory_order_relaxed);
+        }
+        if (e.tunnel >= 0) s.tunnels[static_cast<size_t>(e.tunnel)].neighbor = static_cast<int16_t>(i);
+    }
+}
+
 std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
                                          const std::vector<std::array<uint8_t, 6>>& port_macs,
                                          NeighborTable& neighbors) {
-    auto s = std::make_unique<Snapshot>();
-    s->neighbors = &neighbors;
+    SnapshotBuild b = compile_snapshot(cfg, port_macs, neighbors);
+    b.neighbors.apply(neighbors, *b.snap);
+    return std::move(b.snap);
+}
+
+SnapshotBuild compile_snapshot(const Config& cfg,
+                               const std::vector<std::array<uint8_t, 6>>& port_macs,
+                               const NeighborTable& neighbors) {
+    SnapshotBuild build;
+    build.snap = std::make_unique<Snapshot>();
+    Snapshot* s = build.snap.get();
+    StagedNeighbors& staged = build.neighbors;
+    // The snapshot reads the table the control thread keeps; only apply() writes it.
+    s->neighbors = const_cast<NeighborTable*>(&neighbors);
     for (const auto& sn : cfg.neighbors) {
-        const int i = neighbors.add(sn.family, sn.port, sn.addr.data());
-        if (i < 0) throw std::runtime_error("neighbor table full");
-        Neighbor& n = neighbors.at(static_cast<size_t>(i));
-        n.is_static = true;
-        n.mac.store(kNeighborValid | pack_mac(sn.mac.data()), std::memory_order_relaxed);
+        StagedNeighbors::Entry e;
+        e.family = sn.family;
+        e.port = sn.port;
+        std::copy(sn.addr.begin(), sn.addr.end(), e.addr.begin());
+        e.is_static = true;
+        e.mac = sn.mac;
+        staged.entries.push_back(e);
     }
     s->ports = cfg.ports;
     s->icmp_rate = cfg.icmp_rate;
@@ -139,9 +166,12 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
         t.inner_src_mac = s->ports[t.inner_port].mac;
         t.tx_udp_offload = op.tx_udp_cksum_offload;
         if (t.has_next_hop_ip) {
-            const int n = neighbors.add(t.outer_v6 ? 6 : 4, t.outer_port, t.next_hop.data());
-            if (n < 0) throw std::runtime_error("tunnel \"" + t.name + "\": neighbor table full");
-            t.neighbor = static_cast<int16_t>(n);
+            StagedNeighbors::Entry e;
+            e.family = t.outer_v6 ? 6 : 4;
+            e.port = t.outer_port;
+            std::copy(t.next_hop.begin(), t.next_hop.end(), e.addr.begin());
+            e.tunnel = static_cast<int>(i);
+            staged.entries.push_back(e);
         }
         for (const auto& r : t.routes) {
             const int rc =
@@ -160,7 +190,22 @@ std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
             throw std::runtime_error("tunnel \"" + t.name +
                                      "\": cannot add decap entry: " + rte_strerror(-rc));
     }
-    return s;
+    // Room for every staged entry the table does not have yet (counting each address once).
+    size_t fresh = 0;
+    for (size_t k = 0; k < staged.entries.size(); ++k) {
+        const auto& e = staged.entries[k];
+        bool seen = neighbors.find(e.family, e.port, e.addr.data()) >= 0;
+        for (size_t j = 0; j < k && !seen; ++j) {
+            const auto& o = staged.entries[j];
+            seen = o.family == e.family && o.port == e.port && o.addr == e.addr;
+        }
+        fresh += seen ? 0 : 1;
+    }
+    if (neighbors.size() + fresh > kMaxNeighbors)
+        throw std::runtime_error("neighbor table full: " + std::to_string(fresh) +
+                                 " new entries needed, " +
+                                 std::to_string(kMaxNeighbors - neighbors.size()) + " free");
+    return build;
 }
 
 }  // namespace dscpgw

@@ -63,12 +63,42 @@ std::vector<std::string> restart_reasons(const Config& running, const Config& ne
 // A class's port/opcode/protocol/DSCP keys as one masked compare (see ClassMatch).
 ClassMatch compile_class(const ClassRule& c);
 
-// Builds the immutable snapshot: outer-header templates, LPM tables and the decap hash. `port_macs`
+// Neighbor entries a snapshot needs (its tunnels' next hops, [[neighbors]] with static MACs),
+// staged while it is compiled and added to the live table only once it is accepted, so that a
+// refused reload leaves the table as it was.
+struct StagedNeighbors {
+    struct Entry {
+        uint8_t family = 0;
+        uint16_t port = 0;
+        std::array<uint8_t, 16> addr{};
+        bool is_static = false;
+        std::array<uint8_t, 6> mac{};  // With is_static.
+        int tunnel = -1;                // The tunnel whose next hop this is, if any.
+    };
+    std::vector<Entry> entries;
+
+    // Control thread, before `s` is published: creates the entries (or finds them), sets the
+    // static MACs and points `s`'s tunnels at their next hops. Cannot fail: compiling checked
+    // that the table has room.
+    void apply(NeighborTable& table, Snapshot& s) const;
+};
+
+struct SnapshotBuild {
+    std::unique_ptr<Snapshot> snap;
+    StagedNeighbors neighbors;
+};
+
+// Compiles the immutable snapshot: outer-header templates, LPM tables and the decap hash. `port_macs`
 // gives each port's own MAC where the config sets none (the device's, or a made-up one in replay).
-// Requires rte_eal_init. Throws std::runtime_error on resource failure.
-// `neighbors` receives the tunnels' next hops and the static neighbors; it must outlive the
-// snapshot (workers read it) and is shared by successive snapshots. The snapshot's generation is
-// 1; a reload numbers its own.
+// Requires rte_eal_init. Throws std::runtime_error on resource failure (a full neighbor table
+// included). Touches nothing live: `neighbors` (which must outlive the snapshot, as workers read
+// it) is only read; what it must gain is staged. The snapshot's generation is 1; a reload
+// numbers its own.
+SnapshotBuild compile_snapshot(const Config& cfg,
+                               const std::vector<std::array<uint8_t, 6>>& port_macs,
+                               const NeighborTable& neighbors);
+
+// compile_snapshot() and its staged neighbors applied at once: for a start, where nothing runs yet.
 std::unique_ptr<Snapshot> build_snapshot(const Config& cfg,
                                          const std::vector<std::array<uint8_t, 6>>& port_macs,
                                          NeighborTable& neighbors);

@@ -1,5 +1,10 @@
 #include "control/metrics.h"
 
+#include <algorithm>
+#include <deque>
+#include <set>
+#include <string_view>
+
 namespace dscpgw {
 
 namespace {
@@ -11,8 +16,8 @@ using Labels = std::vector<ClientMetric::Label>;
 
 class Families {
   public:
-    MetricFamily& family(const char* name, const char* help, MetricType type) {
-        out_.push_back(MetricFamily{name, help, type, {}});
+    MetricFamily& family(std::string name, std::string help, MetricType type) {
+        out_.push_back(MetricFamily{std::move(name), std::move(help), type, {}});
         return out_.back();
     }
     void counter(const char* name, const char* help, double v, Labels l = {}) {
@@ -38,15 +43,73 @@ class Families {
         MetricFamily& f = family(name, help, type);
         for (const auto& it : items) add(f, value_of(it), {{label, label_of(it)}});
     }
-    std::vector<MetricFamily> take() { return std::move(out_); }
+    // The families of one counter list (dataplane/counters.h): a family per distinct metric, a
+    // sample per item and entry, labelled with the entry's label and `label` = name(item).
+    // `unclassified`: the class entries as the families of the packets no class matched.
+    template <typename Family, typename Items, typename Name, typename Values>
+    void list(const char* label, const Items& items, Name&& label_of, Values&& values_of,
+              bool unclassified = false) {
+        std::vector<MetricFamily*> fam(Family::count, nullptr);
+        for (size_t e = 0; e < Family::count; ++e) {
+            const CounterInfo& c = Family::info[e];
+            for (size_t k = 0; k < e; ++k)
+                if (Family::info[k].metric == c.metric) fam[e] = fam[k];
+            if (fam[e] != nullptr) continue;
+            if (unclassified)
+                fam[e] = &family("dscpgw_unclassified_" + std::string(c.metric.substr(6)),
+                                 "Inner IP packets no class matched, in " + std::string(c.unit) +
+                                     ".",
+                                 MetricType::Counter);
+            else
+                fam[e] = &family("dscpgw_" + std::string(c.metric), std::string(c.help),
+                                 MetricType::Counter);
+        }
+        for (const auto& it : items) {
+            const auto& v = values_of(it);
+            for (size_t e = 0; e < Family::count; ++e) {
+                Labels l;
+                if (const std::string_view el = Family::info[e].label; !el.empty()) {
+                    const size_t eq = el.find('=');
+                    l.push_back({std::string(el.substr(0, eq)), std::string(el.substr(eq + 1))});
+                }
+                if (label != nullptr) l.push_back({label, label_of(it)});
+                add(*fam[e], static_cast<double>(v[e]), std::move(l));
+            }
+        }
+    }
+    std::vector<MetricFamily> take() {
+        return {std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end())};
+    }
 
   private:
-    std::vector<MetricFamily> out_;
+    std::deque<MetricFamily> out_;  // Stable addresses while families are added.
 };
 
 double d(uint64_t v) { return static_cast<double>(v); }
 
+const auto no_label = [](const auto&) { return std::string(); };
+
 }  // namespace
+
+std::string drops_help() {
+    std::string h = "Packets the dataplane dropped, by reason";
+    for (size_t i = 1; i < kDropReasonCount; ++i)
+        h.append(i == 1 ? ": " : "; ")
+            .append(kDropReasonInfo[i].name)
+            .append(" = ")
+            .append(kDropReasonInfo[i].help);
+    return h.append(".");
+}
+
+std::string local_replies_help() {
+    std::string h = "Frames for the gateway's own addresses, by what became of them";
+    for (size_t i = 1; i < kLocalReplyCount; ++i)
+        h.append(i == 1 ? ": " : "; ")
+            .append(kLocalReplyInfo[i].name)
+            .append(" = ")
+            .append(kLocalReplyInfo[i].help);
+    return h;
+}
 
 std::vector<MetricFamily> metric_families(const Report& r) {
     Families f;
@@ -80,104 +143,35 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     f.each("dscpgw_port_speed_bytes_per_second",
            "Link speed the device reports (0 while the link is down).", G, r.ports, "port",
            port_name, [](const PortReport& p) { return p.speed_mbps * 125000.0; });
-    const struct {
-        const char* name;
-        const char* help;
-        uint64_t PortReport::*field;
-    } port_counters[] = {
-        {"dscpgw_port_rx_packets_total", "Packets the device received (ethdev ipackets).",
-         &PortReport::eth_ipackets},
-        {"dscpgw_port_tx_packets_total", "Packets the device sent (ethdev opackets).",
-         &PortReport::eth_opackets},
-        {"dscpgw_port_rx_bytes_total", "Bytes the device received (ethdev ibytes).",
-         &PortReport::eth_ibytes},
-        {"dscpgw_port_tx_bytes_total", "Bytes the device sent (ethdev obytes).",
-         &PortReport::eth_obytes},
-        {"dscpgw_port_rx_errors_total", "Erroneous received packets (ethdev ierrors).",
-         &PortReport::eth_ierrors},
-        {"dscpgw_port_tx_errors_total", "Failed transmissions (ethdev oerrors).",
-         &PortReport::eth_oerrors},
-        {"dscpgw_port_rx_missed_total",
-         "Packets the device dropped because the RX queues were full (ethdev imissed).",
-         &PortReport::eth_imissed},
-        {"dscpgw_port_rx_nombuf_total",
-         "Receive buffer allocation failures (ethdev rx_nombuf).", &PortReport::eth_rx_nombuf},
-        {"dscpgw_port_dataplane_rx_packets_total",
-         "Packets the workers took from the port's RX queues.", &PortReport::rx_pkts},
-        {"dscpgw_port_dataplane_tx_packets_total",
-         "Packets the workers handed to the port's TX queues and the device accepted.",
-         &PortReport::tx_pkts},
-    };
-    for (const auto& pc : port_counters)
-        f.each(pc.name, pc.help, C, r.ports, "port", port_name,
-               [&](const PortReport& p) { return d(p.*pc.field); });
+    f.list<PortCounter>("port", r.ports, port_name, [](const PortReport& p) { return p.t; });
+    f.list<DeviceCounter>("port", r.ports, port_name, [](const PortReport& p) { return p.dev; });
 
-    const auto class_name = [](const ClassReport& c) { return c.name; };
-    f.each("dscpgw_class_packets_total", "Packets classified into the class (inner path).", C,
-           r.classes, "class", class_name, [](const ClassReport& c) { return d(c.t[0]); });
-    f.each("dscpgw_class_bytes_total", "Bytes of the packets classified into the class.", C,
-           r.classes, "class", class_name, [](const ClassReport& c) { return d(c.t[1]); });
-    f.counter("dscpgw_unclassified_packets_total", "IP packets on the inner path no class matched.",
-              d(r.unclassified[0]));
-    f.counter("dscpgw_unclassified_bytes_total", "Bytes of the IP packets no class matched.",
-              d(r.unclassified[1]));
-
+    f.list<ClassCounter>("class", r.classes, [](const ClassReport& c) { return c.name; },
+                         [](const ClassReport& c) { return c.t; });
+    // The packets no class matched: the class families' entries under "unclassified_".
+    static_assert(ClassCounter::info[0].metric.substr(0, 6) == "class_");
+    f.list<ClassCounter>(nullptr, std::array<ClassTotals, 1>{r.unclassified}, no_label,
+                         [](const ClassTotals& t) { return t; }, true);
     const auto tunnel_name = [](const TunnelReport& t) { return t.name; };
-    const struct {
-        const char* name;
-        const char* help;
-        size_t field;
-    } tunnel_counters[] = {
-        {"dscpgw_tunnel_encap_packets_total", "Packets encapsulated into the tunnel.", kEncapPkts},
-        {"dscpgw_tunnel_encap_bytes_total", "Bytes sent into the tunnel, outer headers included.",
-         kEncapBytes},
-        {"dscpgw_tunnel_decap_packets_total", "Packets decapsulated from the tunnel.", kDecapPkts},
-        {"dscpgw_tunnel_decap_bytes_total", "Bytes of the inner frames out of the tunnel.",
-         kDecapBytes},
-        {"dscpgw_tunnel_outer_dscp_remarked_total",
-         "Tunnel packets whose outer DSCP differs from the inner: a network in between bleached "
-         "or rewrote it.",
-         kOuterRemarked},
-        {"dscpgw_tunnel_ecn_ce_marked_total",
-         "Inner ECT packets marked CE on decapsulation because the outer header carried CE "
-         "(RFC 6040).",
-         kEcnCeMarked},
-    };
-    for (const auto& tc : tunnel_counters)
-        f.each(tc.name, tc.help, C, r.tunnels, "tunnel", tunnel_name,
-               [&](const TunnelReport& t) { return d(t.t[tc.field]); });
-    MetricFamily& cnp = f.family(
-        "dscpgw_tunnel_cnp_packets_total",
-        "RoCEv2 congestion notification packets (BTH opcode 0x81) through the tunnel; direction "
-        "encap: sent to the far side (congestion here), decap: received from it.",
-        C);
+    f.list<TunnelCounter>("tunnel", r.tunnels, tunnel_name,
+                          [](const TunnelReport& t) { return t.t; });
     MetricFamily& cnp_rate = f.family(
         "dscpgw_tunnel_cnp_packets_per_second",
         "CNPs per second through the tunnel over the last second, by direction.", G);
     for (const TunnelReport& t : r.tunnels) {
-        Families::add(cnp, d(t.t[kCnpEncap]), {{"direction", "encap"}, {"tunnel", t.name}});
-        Families::add(cnp, d(t.t[kCnpDecap]), {{"direction", "decap"}, {"tunnel", t.name}});
         Families::add(cnp_rate, t.cnp_encap_rate, {{"direction", "encap"}, {"tunnel", t.name}});
         Families::add(cnp_rate, t.cnp_decap_rate, {{"direction", "decap"}, {"tunnel", t.name}});
     }
 
-    f.each("dscpgw_drops_total", "Packets the dataplane dropped, by reason (docs/metrics.md).", C,
-           r.drops, "reason", [](const auto& p) { return p.first; },
-           [](const auto& p) { return d(p.second); });
-    f.counter("dscpgw_dscp_rewrites_total", "Packets whose DSCP the gateway rewrote.",
-              d(r.dscp_rewrites));
-    f.counter("dscpgw_icmp_too_big_sent_total",
-              "ICMP Fragmentation Needed / Packet Too Big messages sent for path MTU discovery.",
-              d(r.icmp_too_big_sent));
-    f.counter("dscpgw_icmp_rate_limited_total",
-              "ICMP errors not sent because of [gateway] icmp_rate.", d(r.icmp_rate_limited));
-    f.each("dscpgw_local_replies_total",
-           "Packets for the gateway's own addresses it answered or learned from.", C,
-           r.local_replies, "kind", [](const auto& p) { return p.first; },
-           [](const auto& p) { return d(p.second); });
-    f.counter("dscpgw_tx_failed_total",
-              "Packets the dataplane sent that the port's TX queue refused (freed).",
-              d(r.tx_failed));
+    MetricFamily& drops = f.family("dscpgw_drops_total", drops_help(), C);
+    for (size_t i = 1; i < kDropReasonCount; ++i)
+        Families::add(drops, d(r.drops[i]), {{"reason", std::string(kDropReasonInfo[i].name)}});
+    MetricFamily& local = f.family("dscpgw_local_replies_total", local_replies_help(), C);
+    for (size_t i = 1; i < kLocalReplyCount; ++i)
+        Families::add(local, d(r.local_replies[i]),
+                      {{"kind", std::string(kLocalReplyInfo[i].name)}});
+    f.list<DataplaneCounter>(nullptr, std::array<Totals<DataplaneCounter>, 1>{r.dataplane}, no_label,
+                             [](const auto& t) { return t; });
 
     MetricFamily& nb = f.family(
         "dscpgw_neighbor_resolved",
@@ -199,20 +193,8 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     std::vector<std::pair<std::string, const WorkerReport*>> ws;
     for (size_t w = 0; w < r.workers.size(); ++w)
         ws.emplace_back(std::to_string(w), &r.workers[w]);
-    const auto wname = [](const auto& p) { return p.first; };
-    f.each("dscpgw_worker_busy_cycles_total",
-           "TSC cycles the worker spent on polls that received packets.", C, ws, "worker", wname,
-           [](const auto& p) { return d(p.second->busy_cycles); });
-    f.each("dscpgw_worker_idle_cycles_total", "TSC cycles the worker spent on empty polls.", C,
-           ws, "worker", wname, [](const auto& p) { return d(p.second->idle_cycles); });
-    f.each("dscpgw_worker_packets_total",
-           "Packets the worker received; busy cycles / packets = cycles per packet.", C, ws,
-           "worker", wname, [](const auto& p) { return d(p.second->rx_pkts); });
-    f.each("dscpgw_worker_polls_total", "Poll loop iterations of the worker.", C, ws, "worker",
-           wname, [](const auto& p) { return d(p.second->polls); });
-    f.each("dscpgw_worker_flow_evictions_total",
-           "RoCE conversations the worker's flow table evicted to make room.", C, ws, "worker",
-           wname, [](const auto& p) { return d(p.second->flow_evictions); });
+    f.list<WorkerCounter>("worker", ws, [](const auto& p) { return p.first; },
+                          [](const auto& p) { return p.second->t; });
     f.gauge("dscpgw_tsc_hertz", "TSC frequency: cycles per second of the worker counters.",
             d(r.tsc_hz));
     f.gauge("dscpgw_mempool_mbufs_in_use", "Packet buffers in use (all pools).",
@@ -221,6 +203,101 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     f.gauge("dscpgw_flows_tracked", "RoCE conversations in the workers' flow tables.",
             d(r.flows_tracked));
     return f.take();
+}
+
+}  // namespace dscpgw
+
+namespace dscpgw {
+
+namespace {
+
+// Markdown table cells hold no pipes.
+std::string cell(const std::string& s) {
+    std::string o;
+    for (const char c : s) {
+        if (c == '|') o.push_back('\\');
+        o.push_back(c);
+    }
+    return o;
+}
+
+}  // namespace
+
+std::string metrics_doc_table() {
+    // One of everything, so that every family has a sample and every label shows.
+    Report r;
+    r.ports.resize(1);
+    r.ports[0].name = "lan";
+    r.classes.resize(1);
+    r.classes[0].name = "roce";
+    r.tunnels.resize(1);
+    r.tunnels[0].name = "t";
+    r.workers.resize(1);
+    r.neighbors.push_back({"198.18.0.254", "wan", "", false});
+    const std::set<std::string> item_labels = {"port", "class", "tunnel", "worker", "address",
+                                               "version", "dpdk"};
+    std::string o = "| metric | type | labels | meaning |\n|---|---|---|---|\n";
+    for (const MetricFamily& f : metric_families(r)) {
+        std::vector<std::pair<std::string, std::vector<std::string>>> labels;
+        for (const auto& m : f.metric)
+            for (const auto& l : m.label) {
+                auto it = std::find_if(labels.begin(), labels.end(),
+                                       [&](const auto& x) { return x.first == l.name; });
+                if (it == labels.end()) it = labels.insert(labels.end(), {l.name, {}});
+                if (std::find(it->second.begin(), it->second.end(), l.value) == it->second.end())
+                    it->second.push_back(l.value);
+            }
+        std::string ls;
+        for (const auto& [name, values] : labels) {
+            ls += (ls.empty() ? "`" : ", `") + name + "`";
+            if (item_labels.count(name) != 0) continue;
+            if (values.size() > 6) {
+                ls += " (below)";
+                continue;
+            }
+            for (size_t i = 0; i < values.size(); ++i)
+                ls += (i == 0 ? " = `" : " / `") + values[i] + "`";
+        }
+        // A help that lists its label's values (name = meaning; ...) is shown up to the list.
+        std::string help = f.help;
+        if (help.find(" = ") != std::string::npos) help = help.substr(0, help.find(": ")) + ".";
+        o += "| `" + f.name + "` | " +
+             (f.type == prometheus::MetricType::Counter ? "counter" : "gauge") + " | " + ls +
+             " | " + cell(help) + " |\n";
+    }
+    return o;
+}
+
+std::string drop_reasons_doc_table() {
+    std::string o = "| reason | meaning |\n|---|---|\n";
+    for (size_t i = 1; i < kDropReasonCount; ++i)
+        o += "| `" + std::string(kDropReasonInfo[i].name) + "` | " +
+             cell(std::string(kDropReasonInfo[i].help)) + " |\n";
+    return o;
+}
+
+std::string regenerate_docs(const std::string& text) {
+    static const std::string begin = "<!-- generated: ", end = "<!-- end generated -->";
+    std::string out;
+    size_t pos = 0;
+    for (size_t b; (b = text.find(begin, pos)) != std::string::npos;) {
+        const size_t name_end = text.find(' ', b + begin.size());
+        const size_t head_end = text.find('\n', b);
+        const size_t e = text.find(end, head_end);
+        if (name_end == std::string::npos || head_end == std::string::npos ||
+            e == std::string::npos)
+            break;
+        const std::string name = text.substr(b + begin.size(), name_end - b - begin.size());
+        out += text.substr(pos, head_end + 1 - pos);
+        if (name == "metrics")
+            out += metrics_doc_table();
+        else if (name == "drop-reasons")
+            out += drop_reasons_doc_table();
+        else
+            out += text.substr(head_end + 1, e - head_end - 1);  // Unknown: kept as it is.
+        pos = e;
+    }
+    return out + text.substr(pos);
 }
 
 }  // namespace dscpgw

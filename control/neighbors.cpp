@@ -17,7 +17,7 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
     };
     for (size_t i = 0; i < table.size(); ++i) {
         Neighbor& n = table.at(i);
-        if (n.is_static) continue;
+        if (n.is_static.load(std::memory_order_relaxed)) continue;
         const uint64_t mac = n.mac.load(std::memory_order_relaxed);
         const uint64_t learned = n.learned_tsc.load(std::memory_order_relaxed);
         const bool fresh = (mac & kNeighborValid) != 0 && secs(now - learned) < kNeighborReachable;
@@ -62,7 +62,7 @@ std::vector<NeighborReport> neighbor_reports(const NeighborTable& table, const S
         NeighborReport r;
         r.addr = format_ip(n.family, n.addr.data());
         r.port = n.port < s.ports.size() ? s.ports[n.port].name : "?";
-        r.is_static = n.is_static;
+        r.is_static = n.is_static.load(std::memory_order_relaxed);
         const uint64_t mac = n.mac.load(std::memory_order_relaxed);
         if (mac & kNeighborValid) {
             std::array<uint8_t, 6> m{};
@@ -72,14 +72,6 @@ std::vector<NeighborReport> neighbor_reports(const NeighborTable& table, const S
         out.push_back(std::move(r));
     }
     return out;
-}
-
-void print_neighbors(std::FILE* out, const NeighborTable& table, const Snapshot& s) {
-    if (table.size() == 0) return;
-    std::fprintf(out, "neighbors:\n");
-    for (const NeighborReport& n : neighbor_reports(table, s))
-        std::fprintf(out, "  %-28s port %-8s %s%s\n", n.addr.c_str(), n.port.c_str(),
-                     n.mac.empty() ? "unresolved" : n.mac.c_str(), n.is_static ? " (static)" : "");
 }
 
 }  // namespace dscpgw

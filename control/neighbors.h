@@ -33,6 +33,5 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
 // Every entry: address, port, MAC (empty while unresolved), static or learned.
 std::vector<NeighborReport> neighbor_reports(const NeighborTable& table, const Snapshot& s);
 
-void print_neighbors(std::FILE* out, const NeighborTable& table, const Snapshot& s);
 
 }  // namespace dscpgw

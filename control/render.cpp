@@ -4,7 +4,7 @@
 #include <cstdarg>
 #include <ctime>
 
-#include "control/report.h"
+#include "control/render.h"
 
 namespace dscpgw {
 
@@ -87,6 +87,37 @@ class Json {
     bool comma_ = false;  // A value or container just ended: the next one needs a comma.
 };
 
+// A family's totals as JSON members, keyed by the entries' fields.
+template <typename Family>
+Json& json_totals(Json& j, const Totals<Family>& t) {
+    for (size_t e = 0; e < Family::count; ++e) j.key(std::string(Family::info[e].field).c_str()).num(t[e]);
+    return j;
+}
+
+// A family's text-table columns: the entries that name one.
+template <typename Family>
+int column_width(size_t e) {
+    return std::max<int>(12, static_cast<int>(Family::info[e].column.size()) + 1);
+}
+
+template <typename Family>
+std::string columns() {
+    std::string o;
+    for (size_t e = 0; e < Family::count; ++e)
+        if (!Family::info[e].column.empty())
+            o += fmt(" %*s", column_width<Family>(e), std::string(Family::info[e].column).c_str());
+    return o;
+}
+
+template <typename Family>
+std::string cells(const Totals<Family>& t) {
+    std::string o;
+    for (size_t e = 0; e < Family::count; ++e)
+        if (!Family::info[e].column.empty())
+            o += fmt(" %*" PRIu64, column_width<Family>(e), t[e]);
+    return o;
+}
+
 void json_flow(Json& j, const FlowReport& f) {
     j.open('{')
         .key("src").str(f.src)
@@ -120,14 +151,7 @@ void json_tunnel(Json& j, const TunnelReport& t) {
         j.raw("null");
     else
         j.boolean(t.next_hop_resolved == 1);
-    j.key("encap_packets").num(t.t[kEncapPkts])
-        .key("encap_bytes").num(t.t[kEncapBytes])
-        .key("decap_packets").num(t.t[kDecapPkts])
-        .key("decap_bytes").num(t.t[kDecapBytes])
-        .key("outer_dscp_remarked").num(t.t[kOuterRemarked])
-        .key("ecn_ce_marked").num(t.t[kEcnCeMarked])
-        .key("cnp_encap").num(t.t[kCnpEncap])
-        .key("cnp_decap").num(t.t[kCnpDecap])
+    json_totals<TunnelCounter>(j, t.t)
         .key("cnp_encap_per_second").dbl(t.cnp_encap_rate)
         .key("cnp_decap_per_second").dbl(t.cnp_decap_rate)
         .close('}');
@@ -179,55 +203,43 @@ std::string json_escape(const std::string& s) {
     return o;
 }
 
-std::string render_json(const Report& r, const std::string& what, size_t n) {
+std::string render_json(const Report& r, CtlCommand what, size_t n) {
     Json j;
     j.open('{');
-    if (what == "status") {
+    if (what == CtlCommand::status) {
         json_status(j, r);
-    } else if (what == "stats") {
+    } else if (what == CtlCommand::stats) {
         j.key("generation").num(r.generation).key("ports").open('[');
-        for (const PortReport& p : r.ports)
-            j.open('{').key("name").str(p.name)
-                .key("rx_packets").num(p.rx_pkts).key("rx_bytes").num(p.rx_bytes)
-                .key("tx_packets").num(p.tx_pkts).key("tx_bytes").num(p.tx_bytes)
-                .key("device_rx_packets").num(p.eth_ipackets)
-                .key("device_tx_packets").num(p.eth_opackets)
-                .key("device_rx_bytes").num(p.eth_ibytes)
-                .key("device_tx_bytes").num(p.eth_obytes)
-                .key("device_rx_errors").num(p.eth_ierrors)
-                .key("device_tx_errors").num(p.eth_oerrors)
-                .key("device_rx_missed").num(p.eth_imissed)
-                .key("device_rx_nombuf").num(p.eth_rx_nombuf)
-                .close('}');
+        for (const PortReport& p : r.ports) {
+            j.open('{').key("name").str(p.name);
+            json_totals<PortCounter>(j, p.t);
+            json_totals<DeviceCounter>(j, p.dev).close('}');
+        }
         j.close(']').key("classes").open('{');
         for (const ClassReport& c : r.classes)
-            j.key(c.name.c_str()).open('{').key("packets").num(c.t[0]).key("bytes").num(c.t[1])
-                .close('}');
-        j.close('}').key("unclassified").open('{').key("packets").num(r.unclassified[0])
-            .key("bytes").num(r.unclassified[1]).close('}');
+            json_totals<ClassCounter>(j.key(c.name.c_str()).open('{'), c.t).close('}');
+        j.close('}').key("unclassified").open('{');
+        json_totals<ClassCounter>(j, r.unclassified).close('}');
         j.key("tunnels").open('[');
         for (const TunnelReport& t : r.tunnels) json_tunnel(j, t);
         j.close(']').key("drops").open('{');
-        for (const auto& [name, v] : r.drops) j.key(name.c_str()).num(v);
+        for (size_t d = 1; d < kDropReasonCount; ++d)
+            j.key(std::string(kDropReasonInfo[d].name).c_str()).num(r.drops[d]);
         j.close('}').key("local").open('{');
-        for (const auto& [name, v] : r.local_replies) j.key(name.c_str()).num(v);
-        j.close('}')
-            .key("dscp_rewrites").num(r.dscp_rewrites)
-            .key("icmp_too_big_sent").num(r.icmp_too_big_sent)
-            .key("icmp_rate_limited").num(r.icmp_rate_limited)
-            .key("tx_failed").num(r.tx_failed)
+        for (size_t l = 1; l < kLocalReplyCount; ++l)
+            j.key(std::string(kLocalReplyInfo[l].name).c_str()).num(r.local_replies[l]);
+        j.close('}');
+        json_totals<DataplaneCounter>(j, r.dataplane)
             .key("mbufs_in_use").num(r.mbufs_in_use)
             .key("workers").open('[');
         for (const WorkerReport& w : r.workers)
-            j.open('{').key("lcore").num(w.lcore).key("rx_packets").num(w.rx_pkts)
-                .key("busy_cycles").num(w.busy_cycles).key("idle_cycles").num(w.idle_cycles)
-                .key("polls").num(w.polls).close('}');
+            json_totals<WorkerCounter>(j.open('{').key("lcore").num(w.lcore), w.t).close('}');
         j.close(']');
-    } else if (what == "tunnels") {
+    } else if (what == CtlCommand::tunnels) {
         j.key("tunnels").open('[');
         for (const TunnelReport& t : r.tunnels) json_tunnel(j, t);
         j.close(']');
-    } else if (what == "classes") {
+    } else if (what == CtlCommand::classes) {
         j.key("classes").open('[');
         for (const ClassReport& c : r.classes) {
             j.open('{').key("name").str(c.name).key("dscp");
@@ -235,17 +247,17 @@ std::string render_json(const Report& r, const std::string& what, size_t n) {
                 j.str("preserve");
             else
                 j.num(static_cast<uint64_t>(c.set_dscp));
-            j.key("packets").num(c.t[0]).key("bytes").num(c.t[1]).close('}');
+            json_totals<ClassCounter>(j, c.t).close('}');
         }
         j.close(']');
-    } else if (what == "neighbors") {
+    } else if (what == CtlCommand::neighbors) {
         j.key("neighbors").open('[');
         for (const NeighborReport& nb : r.neighbors)
             j.open('{').key("address").str(nb.addr).key("port").str(nb.port).key("mac")
                 .str(nb.mac).key("resolved").boolean(!nb.mac.empty()).key("static")
                 .boolean(nb.is_static).close('}');
         j.close(']');
-    } else if (what == "flows") {
+    } else if (what == CtlCommand::flows) {
         j.key("tracked").num(r.flows_tracked).key("slots_per_worker").num(r.flow_slots);
         j.key("heaviest").open('[');
         for (const FlowReport* f : top(r.flows, n, false)) json_flow(j, *f);
@@ -257,9 +269,9 @@ std::string render_json(const Report& r, const std::string& what, size_t n) {
     return j.take();
 }
 
-std::string render_text(const Report& r, const std::string& what, size_t n) {
+std::string render_text(const Report& r, CtlCommand what, size_t n) {
     std::string o;
-    if (what == "status") {
+    if (what == CtlCommand::status) {
         o += fmt("dscpgw %s (DPDK %s), up %.0f s\n", r.version.c_str(), r.dpdk_version.c_str(),
                  r.now - r.start_time);
         o += fmt("config      %s, generation %" PRIu64 "\n", r.config_path.c_str(), r.generation);
@@ -280,46 +292,45 @@ std::string render_text(const Report& r, const std::string& what, size_t n) {
                      p.link_up < 0   ? "link unknown"
                      : p.link_up > 0 ? fmt("link up %u Mbps", p.speed_mbps).c_str()
                                      : "link down");
-    } else if (what == "stats") {
-        o += fmt("%-12s %14s %16s %14s %16s %10s %10s\n", "PORT", "RX_PKTS", "RX_BYTES",
-                 "TX_PKTS", "TX_BYTES", "RX_MISSED", "ERRORS");
+    } else if (what == CtlCommand::stats) {
+        o += fmt("%-12s", "PORT") + columns<PortCounter>() + columns<DeviceCounter>() + "\n";
         for (const PortReport& p : r.ports)
-            o += fmt("%-12s %14" PRIu64 " %16" PRIu64 " %14" PRIu64 " %16" PRIu64 " %10" PRIu64
-                     " %10" PRIu64 "\n",
-                     p.name.c_str(), p.rx_pkts, p.rx_bytes, p.tx_pkts, p.tx_bytes, p.eth_imissed,
-                     p.eth_ierrors + p.eth_oerrors);
-        o += fmt("\n%-20s %14s %16s\n", "CLASS", "PACKETS", "BYTES");
+            o += fmt("%-12s", p.name.c_str()) + cells<PortCounter>(p.t) +
+                 cells<DeviceCounter>(p.dev) + "\n";
+        o += fmt("\n%-20s", "CLASS") + columns<ClassCounter>() + "\n";
         for (const ClassReport& c : r.classes)
-            o += fmt("%-20s %14" PRIu64 " %16" PRIu64 "\n", c.name.c_str(), c.t[0], c.t[1]);
-        o += fmt("%-20s %14" PRIu64 " %16" PRIu64 "\n", "(no class)", r.unclassified[0],
-                 r.unclassified[1]);
-        o += fmt("\n%-20s %12s %12s %10s %8s %8s %8s\n", "TUNNEL", "ENCAP_PKTS", "DECAP_PKTS",
-                 "BLEACHED", "CE", "CNP_IN", "CNP_OUT");
+            o += fmt("%-20s", c.name.c_str()) + cells<ClassCounter>(c.t) + "\n";
+        o += fmt("%-20s", "(no class)") + cells<ClassCounter>(r.unclassified) + "\n";
+        o += fmt("\n%-20s", "TUNNEL") + columns<TunnelCounter>() + "\n";
         for (const TunnelReport& t : r.tunnels)
-            o += fmt("%-20s %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64
-                     " %8" PRIu64 "\n",
-                     t.name.c_str(), t.t[kEncapPkts], t.t[kDecapPkts], t.t[kOuterRemarked],
-                     t.t[kEcnCeMarked], t.t[kCnpEncap], t.t[kCnpDecap]);
+            o += fmt("%-20s", t.name.c_str()) + cells<TunnelCounter>(t.t) + "\n";
         o += "\nDROPS\n";
         uint64_t total = 0;
-        for (const auto& [name, v] : r.drops) {
-            total += v;
-            if (v != 0) o += fmt("  %-22s %12" PRIu64 "\n", name.c_str(), v);
+        for (size_t d = 1; d < kDropReasonCount; ++d) {
+            total += r.drops[d];
+            if (r.drops[d] != 0)
+                o += fmt("  %-22s %12" PRIu64 "\n", std::string(kDropReasonInfo[d].name).c_str(),
+                         r.drops[d]);
         }
         o += fmt("  %-22s %12" PRIu64 "\n", "total", total);
-        o += fmt("\ndscp_rewrites %" PRIu64 ", icmp_too_big_sent %" PRIu64
-                 ", icmp_rate_limited %" PRIu64 ", tx_failed %" PRIu64 "\n",
-                 r.dscp_rewrites, r.icmp_too_big_sent, r.icmp_rate_limited, r.tx_failed);
-        o += fmt("\n%-8s %8s %14s %12s %8s\n", "WORKER", "LCORE", "RX_PKTS", "CYCLES/PKT", "BUSY%");
+        o.append("\n")
+            .append(columns<DataplaneCounter>().substr(1))
+            .append("\n")
+            .append(cells<DataplaneCounter>(r.dataplane).substr(1))
+            .append("\n");
+        o += fmt("\n%-8s %8s", "WORKER", "LCORE") + columns<WorkerCounter>() +
+             fmt(" %12s %8s\n", "CYCLES/PKT", "BUSY%");
         for (size_t w = 0; w < r.workers.size(); ++w) {
             const WorkerReport& x = r.workers[w];
-            const double all = static_cast<double>(x.busy_cycles + x.idle_cycles);
-            o += fmt("%-8zu %8u %14" PRIu64 " %12.1f %7.1f%%\n", w, x.lcore, x.rx_pkts,
-                     x.rx_pkts ? static_cast<double>(x.busy_cycles) / static_cast<double>(x.rx_pkts)
-                               : 0.0,
-                     all > 0 ? 100.0 * static_cast<double>(x.busy_cycles) / all : 0.0);
+            const uint64_t pkts = x.t[WorkerCounter::rx_packets],
+                           busy = x.t[WorkerCounter::busy_cycles],
+                           all = busy + x.t[WorkerCounter::idle_cycles];
+            o += fmt("%-8zu %8u", w, x.lcore) + cells<WorkerCounter>(x.t) +
+                 fmt(" %12.1f %7.1f%%\n",
+                     pkts ? static_cast<double>(busy) / static_cast<double>(pkts) : 0.0,
+                     all ? 100.0 * static_cast<double>(busy) / static_cast<double>(all) : 0.0);
         }
-    } else if (what == "tunnels") {
+    } else if (what == CtlCommand::tunnels) {
         o += fmt("%-16s %-6s %8s %-24s %-24s %-10s %-10s %s\n", "TUNNEL", "TYPE", "VNI", "LOCAL",
                  "REMOTE", "OUTER", "INNER", "NEXT HOP");
         for (const TunnelReport& t : r.tunnels)
@@ -330,19 +341,19 @@ std::string render_text(const Report& r, const std::string& what, size_t n) {
                          ? "static MAC"
                          : (t.next_hop + (t.next_hop_resolved ? " resolved" : " unresolved"))
                                .c_str());
-    } else if (what == "classes") {
-        o += fmt("%-20s %-9s %14s %16s\n", "CLASS", "DSCP", "PACKETS", "BYTES");
+    } else if (what == CtlCommand::classes) {
+        o += fmt("%-20s %-9s", "CLASS", "DSCP") + columns<ClassCounter>() + "\n";
         for (const ClassReport& c : r.classes)
-            o += fmt("%-20s %-9s %14" PRIu64 " %16" PRIu64 "\n", c.name.c_str(),
-                     c.set_dscp < 0 ? "preserve" : std::to_string(c.set_dscp).c_str(), c.t[0],
-                     c.t[1]);
-    } else if (what == "neighbors") {
+            o += fmt("%-20s %-9s", c.name.c_str(),
+                     c.set_dscp < 0 ? "preserve" : std::to_string(c.set_dscp).c_str()) +
+                 cells<ClassCounter>(c.t) + "\n";
+    } else if (what == CtlCommand::neighbors) {
         o += fmt("%-40s %-12s %-18s %s\n", "ADDRESS", "PORT", "MAC", "STATE");
         for (const NeighborReport& nb : r.neighbors)
             o += fmt("%-40s %-12s %-18s %s\n", nb.addr.c_str(), nb.port.c_str(),
                      nb.mac.empty() ? "-" : nb.mac.c_str(),
                      nb.is_static ? "static" : nb.mac.empty() ? "unresolved" : "resolved");
-    } else if (what == "flows") {
+    } else if (what == CtlCommand::flows) {
         if (r.flow_slots == 0) return "flow tracking is off ([metrics] flows = 0)\n";
         o += fmt("%zu RoCE conversations tracked (%u slots per worker)\n", r.flows_tracked,
                  r.flow_slots);

@@ -11,50 +11,31 @@ namespace dscpgw {
 
 namespace {
 
-// A counter summed over the workers: a scalar one, or element `i` of an array one.
-uint64_t sum(const std::vector<const WorkerStats*>& ws, Counter WorkerStats::*field) {
-    uint64_t total = 0;
-    for (const WorkerStats* w : ws) total += (w->*field).get();
-    return total;
-}
-
-template <size_t N>
-uint64_t sum(const std::vector<const WorkerStats*>& ws, Counter (WorkerStats::*field)[N],
-             size_t i) {
-    uint64_t total = 0;
-    for (const WorkerStats* w : ws) total += (w->*field)[i].get();
-    return total;
-}
-
-template <size_t N>
-uint64_t sum_bank(const std::vector<const WorkerStats*>& ws, uint8_t bank,
-                  Counter (ConfigCounters::*field)[N], size_t i) {
-    uint64_t total = 0;
-    for (const WorkerStats* w : ws) total += (w->bank[bank].*field)[i].get();
-    return total;
-}
-
-constexpr Counter (ConfigCounters::*kTunnelCounters[kTunnelFields])[kMaxTunnels] = {
-    &ConfigCounters::encap_pkts,          &ConfigCounters::encap_bytes,
-    &ConfigCounters::decap_pkts,          &ConfigCounters::decap_bytes,
-    &ConfigCounters::outer_dscp_remarked, &ConfigCounters::ecn_ce_marked,
-    &ConfigCounters::cnp_encap,           &ConfigCounters::cnp_decap,
-};
-
-ClassTotals class_live(const Snapshot& s, const std::vector<const WorkerStats*>& ws, size_t i) {
-    return {sum_bank(ws, s.bank, &ConfigCounters::class_pkts, i),
-            sum_bank(ws, s.bank, &ConfigCounters::class_bytes, i)};
-}
-
-TunnelTotals tunnel_live(const Snapshot& s, const std::vector<const WorkerStats*>& ws, size_t i) {
-    TunnelTotals t{};
-    for (size_t f = 0; f < kTunnelFields; ++f) t[f] = sum_bank(ws, s.bank, kTunnelCounters[f], i);
+// A family's totals for `item`, summed over the workers' blocks.
+template <typename Family, typename Block>
+Totals<Family> sum(const std::vector<const WorkerStats*>& ws, Block&& block, size_t item) {
+    Totals<Family> t{};
+    for (const WorkerStats* w : ws) add_to(t, block(*w).totals(item));
     return t;
 }
 
-template <typename A>
-void add_to(A& a, const A& b) {
-    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+ClassTotals class_live(const Snapshot& s, const std::vector<const WorkerStats*>& ws, size_t i) {
+    return sum<ClassCounter>(
+        ws, [&](const WorkerStats& w) -> const auto& { return w.bank[s.bank].cls; }, i);
+}
+
+TunnelTotals tunnel_live(const Snapshot& s, const std::vector<const WorkerStats*>& ws, size_t i) {
+    return sum<TunnelCounter>(
+        ws, [&](const WorkerStats& w) -> const auto& { return w.bank[s.bank].tunnel; }, i);
+}
+
+template <size_t N>
+std::array<uint64_t, N> sum_array(const std::vector<const WorkerStats*>& ws,
+                                  const Counter (WorkerStats::*field)[N]) {
+    std::array<uint64_t, N> t{};
+    for (const WorkerStats* w : ws)
+        for (size_t i = 0; i < N; ++i) t[i] += (w->*field)[i].get();
+    return t;
 }
 
 }  // namespace
@@ -112,12 +93,9 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
         }
     }
     for (size_t i = 0; i < s.ports.size(); ++i) {
-        PortReport& p = r.ports[i];
-        p.mtu = s.ports[i].mtu;
-        p.rx_pkts = sum(ws, &WorkerStats::rx_pkts, i);
-        p.rx_bytes = sum(ws, &WorkerStats::rx_bytes, i);
-        p.tx_pkts = sum(ws, &WorkerStats::tx_pkts, i);
-        p.tx_bytes = sum(ws, &WorkerStats::tx_bytes, i);
+        r.ports[i].mtu = s.ports[i].mtu;
+        r.ports[i].t = sum<PortCounter>(
+            ws, [](const WorkerStats& w) -> const auto& { return w.port; }, i);
     }
     const auto ct = totals.classes(s, ws);
     r.classes.clear();
@@ -139,69 +117,105 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
         t.inner_port = s.ports[c.inner_port].name;
         t.t = tt[i];
     }
-    r.drops.clear();
-    for (size_t d = 1; d < kDropReasonCount; ++d)
-        r.drops.emplace_back(std::string(kDropReasonInfo[d].name), sum(ws, &WorkerStats::drops, d));
-    r.local_replies.clear();
-    for (size_t l = 1; l < static_cast<size_t>(LocalReply::count_); ++l)
-        r.local_replies.emplace_back(kLocalReplyNames[l], sum(ws, &WorkerStats::local_replies, l));
-    r.dscp_rewrites = sum(ws, &WorkerStats::dscp_rewrites);
-    r.icmp_too_big_sent = sum(ws, &WorkerStats::icmp_too_big_sent);
-    r.icmp_rate_limited = sum(ws, &WorkerStats::icmp_rate_limited);
-    r.tx_failed = sum(ws, &WorkerStats::tx_failed);
+    r.drops = sum_array(ws, &WorkerStats::drops);
+    r.local_replies = sum_array(ws, &WorkerStats::local);
+    r.dataplane = sum<DataplaneCounter>(
+        ws, [](const WorkerStats& w) -> const auto& { return w.dataplane; }, 0);
     r.workers.resize(ws.size());
-    for (size_t w = 0; w < ws.size(); ++w) {
-        WorkerReport& wr = r.workers[w];
-        wr.rx_pkts = 0;
-        for (size_t i = 0; i < s.ports.size(); ++i) wr.rx_pkts += ws[w]->rx_pkts[i].get();
-        wr.busy_cycles = ws[w]->busy_cycles.get();
-        wr.idle_cycles = ws[w]->idle_cycles.get();
-        wr.polls = ws[w]->polls.get();
-    }
+    for (size_t w = 0; w < ws.size(); ++w) r.workers[w].t = ws[w]->worker.totals(0);
 }
 
 void print_counters(std::FILE* out, const Report& r) {
+    using P = PortCounter;
+    using C = ClassCounter;
+    using T = TunnelCounter;
+    using D = DataplaneCounter;
     std::fprintf(out, "ports:\n");
     for (const PortReport& p : r.ports)
         std::fprintf(out,
                      "  %-16s rx %" PRIu64 " pkts %" PRIu64 " bytes, tx %" PRIu64 " pkts %" PRIu64
                      " bytes\n",
-                     p.name.c_str(), p.rx_pkts, p.rx_bytes, p.tx_pkts, p.tx_bytes);
+                     p.name.c_str(), p.t[P::rx_packets], p.t[P::rx_bytes], p.t[P::tx_packets],
+                     p.t[P::tx_bytes]);
     std::fprintf(out, "classes:\n");
     for (const ClassReport& c : r.classes)
-        std::fprintf(out, "  %-16s %" PRIu64 " pkts %" PRIu64 " bytes\n", c.name.c_str(), c.t[0],
-                     c.t[1]);
+        std::fprintf(out, "  %-16s %" PRIu64 " pkts %" PRIu64 " bytes\n", c.name.c_str(),
+                     c.t[C::packets], c.t[C::bytes]);
     std::fprintf(out, "  %-16s %" PRIu64 " pkts %" PRIu64 " bytes\n", "(no class)",
-                 r.unclassified[0], r.unclassified[1]);
-    std::fprintf(out, "dscp_rewrites: %" PRIu64 "\n", r.dscp_rewrites);
+                 r.unclassified[C::packets], r.unclassified[C::bytes]);
+    std::fprintf(out, "dscp_rewrites: %" PRIu64 "\n", r.dataplane[D::dscp_rewrites]);
     std::fprintf(out, "local:\n");
-    for (const auto& [name, n] : r.local_replies)
-        std::fprintf(out, "  %-20s %" PRIu64 "\n", name.c_str(), n);
-    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_too_big_sent", r.icmp_too_big_sent);
-    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_rate_limited", r.icmp_rate_limited);
+    for (size_t l = 1; l < kLocalReplyCount; ++l)
+        std::fprintf(out, "  %-20s %" PRIu64 "\n", std::string(kLocalReplyInfo[l].name).c_str(),
+                     r.local_replies[l]);
+    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_too_big_sent", r.dataplane[D::icmp_too_big_sent]);
+    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_rate_limited", r.dataplane[D::icmp_rate_limited]);
+    // One line per tunnel in a fixed shape (scripts read it); ctl and Prometheus have every field.
     std::fprintf(out, "tunnels:\n");
     for (const TunnelReport& t : r.tunnels)
         std::fprintf(out,
                      "  %-16s encap %" PRIu64 " pkts %" PRIu64 " bytes, decap %" PRIu64
                      " pkts %" PRIu64 " bytes, outer_dscp_remarked %" PRIu64
                      ", ecn_ce_marked %" PRIu64 ", cnp in %" PRIu64 " out %" PRIu64 "\n",
-                     t.name.c_str(), t.t[kEncapPkts], t.t[kEncapBytes], t.t[kDecapPkts],
-                     t.t[kDecapBytes], t.t[kOuterRemarked], t.t[kEcnCeMarked], t.t[kCnpEncap],
-                     t.t[kCnpDecap]);
+                     t.name.c_str(), t.t[T::encap_packets], t.t[T::encap_bytes],
+                     t.t[T::decap_packets], t.t[T::decap_bytes], t.t[T::outer_dscp_remarked],
+                     t.t[T::ecn_ce_marked], t.t[T::cnp_encap], t.t[T::cnp_decap]);
     std::fprintf(out, "drops:\n");
     uint64_t total = 0;
-    for (const auto& [name, n] : r.drops) {
-        total += n;
-        if (n != 0) std::fprintf(out, "  %-20s %" PRIu64 "\n", name.c_str(), n);
+    for (size_t d = 1; d < kDropReasonCount; ++d) {
+        total += r.drops[d];
+        if (r.drops[d] != 0)
+            std::fprintf(out, "  %-20s %" PRIu64 "\n",
+                         std::string(kDropReasonInfo[d].name).c_str(), r.drops[d]);
     }
     std::fprintf(out, "  %-20s %" PRIu64 "\n", "total", total);
-    if (r.tx_failed != 0) std::fprintf(out, "tx_failed: %" PRIu64 "\n", r.tx_failed);
+    if (r.dataplane[D::tx_failed] != 0)
+        std::fprintf(out, "tx_failed: %" PRIu64 "\n", r.dataplane[D::tx_failed]);
 }
 
 void print_counters(std::FILE* out, const Snapshot& s, const std::vector<const WorkerStats*>& ws) {
     Report r;
     fill_counters(r, s, NamedTotals{}, ws);
     print_counters(out, r);
+}
+
+void print_run_summary(std::FILE* out, const Report& r, double elapsed) {
+    using D = DeviceCounter;
+    for (const PortReport& p : r.ports)
+        std::fprintf(out,
+                     "ethdev %s: ipackets %" PRIu64 " opackets %" PRIu64 " imissed %" PRIu64
+                     " ierrors %" PRIu64 " oerrors %" PRIu64 " rx_nombuf %" PRIu64 "\n",
+                     p.name.c_str(), p.dev[D::device_rx_packets], p.dev[D::device_tx_packets],
+                     p.dev[D::device_rx_missed], p.dev[D::device_rx_errors],
+                     p.dev[D::device_tx_errors], p.dev[D::device_rx_nombuf]);
+    print_counters(out, r);
+    if (!r.neighbors.empty()) {
+        std::fprintf(out, "neighbors:\n");
+        for (const NeighborReport& n : r.neighbors)
+            std::fprintf(out, "  %-28s port %-8s %s%s\n", n.addr.c_str(), n.port.c_str(),
+                         n.mac.empty() ? "unresolved" : n.mac.c_str(),
+                         n.is_static ? " (static)" : "");
+        std::fprintf(out,
+                     "neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64
+                     "\n",
+                     r.probes_sent, r.probes_failed, r.neighbors_expired);
+    }
+    uint64_t rx = 0, tx = 0;
+    for (size_t w = 0; w < r.workers.size(); ++w) {
+        const Totals<WorkerCounter>& t = r.workers[w].t;
+        const uint64_t n = t[WorkerCounter::rx_packets], busy = t[WorkerCounter::busy_cycles],
+                       all = busy + t[WorkerCounter::idle_cycles];
+        rx += n;
+        std::fprintf(out, "worker %zu: rx %" PRIu64 " pkts, busy %.1f cycles/pkt, %.1f%% busy\n", w,
+                     n, n ? static_cast<double>(busy) / static_cast<double>(n) : 0.0,
+                     all ? 100.0 * static_cast<double>(busy) / static_cast<double>(all) : 0.0);
+    }
+    for (const PortReport& p : r.ports) tx += p.t[PortCounter::tx_packets];
+    std::fprintf(out,
+                 "forwarded: rx %" PRIu64 " tx %" PRIu64
+                 " pkts in %.3f s: %.3f Mpps rx, %.3f Mpps tx\n",
+                 rx, tx, elapsed, static_cast<double>(rx) / elapsed / 1e6,
+                 static_cast<double>(tx) / elapsed / 1e6);
 }
 
 }  // namespace dscpgw

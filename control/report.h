@@ -9,25 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "control/device_counters.h"
 #include "dataplane/snapshot.h"
 #include "dataplane/stats.h"
 
 namespace dscpgw {
 
-// The counters of one snapshot's bank, for class/tunnel index `i`.
-enum TunnelField : size_t {
-    kEncapPkts,
-    kEncapBytes,
-    kDecapPkts,
-    kDecapBytes,
-    kOuterRemarked,
-    kEcnCeMarked,
-    kCnpEncap,
-    kCnpDecap,
-    kTunnelFields
-};
-using TunnelTotals = std::array<uint64_t, kTunnelFields>;
-using ClassTotals = std::array<uint64_t, 2>;  // Packets, bytes.
+using TunnelTotals = Totals<TunnelCounter>;
+using ClassTotals = Totals<ClassCounter>;
 
 // Per-name totals that survive reloads. A reload retires a snapshot's bank: once no worker can
 // write it any more, fold() adds it to the totals of the names that snapshot gave its indices and
@@ -52,10 +41,8 @@ struct PortReport {
     int link_up = -1;  // -1: unknown (no device, as in replay).
     uint32_t mtu = 0;
     uint32_t speed_mbps = 0;
-    uint64_t rx_pkts = 0, rx_bytes = 0, tx_pkts = 0, tx_bytes = 0;  // The gateway's.
-    // The device's (rte_eth_stats).
-    uint64_t eth_ipackets = 0, eth_opackets = 0, eth_ibytes = 0, eth_obytes = 0;
-    uint64_t eth_ierrors = 0, eth_oerrors = 0, eth_imissed = 0, eth_rx_nombuf = 0;
+    Totals<PortCounter> t{};      // The workers'.
+    Totals<DeviceCounter> dev{};  // The device's (rte_eth_stats), where there is one.
 };
 
 struct ClassReport {
@@ -75,7 +62,7 @@ struct TunnelReport {
 
 struct WorkerReport {
     unsigned lcore = 0;
-    uint64_t rx_pkts = 0, busy_cycles = 0, idle_cycles = 0, polls = 0, flow_evictions = 0;
+    Totals<WorkerCounter> t{};
 };
 
 struct NeighborReport {
@@ -105,9 +92,9 @@ struct Report {
     std::vector<ClassReport> classes;
     ClassTotals unclassified{};
     std::vector<TunnelReport> tunnels;
-    std::vector<std::pair<std::string, uint64_t>> drops;  // Every reason, in list order.
-    std::vector<std::pair<std::string, uint64_t>> local_replies;
-    uint64_t dscp_rewrites = 0, icmp_too_big_sent = 0, icmp_rate_limited = 0, tx_failed = 0;
+    std::array<uint64_t, kDropReasonCount> drops{};        // By DropReason; [0] unused.
+    std::array<uint64_t, kLocalReplyCount> local_replies{};  // By LocalReply; [0] unused.
+    Totals<DataplaneCounter> dataplane{};
     std::vector<WorkerReport> workers;
     std::vector<NeighborReport> neighbors;
     uint64_t probes_sent = 0, probes_failed = 0, neighbors_expired = 0;
@@ -124,14 +111,12 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
 
 // The summary `replay` and `run` print at the end.
 void print_counters(std::FILE* out, const Report& r);
+// What `run` prints when it stops: devices, counters, neighbors, workers, the rates over `elapsed`
+// seconds.
+void print_run_summary(std::FILE* out, const Report& r, double elapsed);
 // Convenience for replay: one snapshot, no reloads.
 void print_counters(std::FILE* out, const Snapshot& s,
                     const std::vector<const WorkerStats*>& workers);
 
-// Control-socket views. `what`: status, stats, tunnels, classes, neighbors, flows.
-std::string render_text(const Report& r, const std::string& what, size_t top = 20);
-std::string render_json(const Report& r, const std::string& what, size_t top = 20);
-
-std::string json_escape(const std::string& s);
 
 }  // namespace dscpgw

@@ -8,8 +8,9 @@
 #include <rte_prefetch.h>
 
 #include "dataplane/flow_table.h"
+#include "dataplane/decap.h"
+#include "dataplane/encap.h"
 #include "dataplane/local.h"
-#include "dataplane/pipeline.h"
 #include "dataplane/stats.h"
 
 namespace dscpgw {
@@ -67,17 +68,6 @@ inline void set_udp6_cksum_offload(rte_mbuf* m) {
     m->l3_len = 40;
 }
 
-// A RoCE packet that went through a tunnel (the pipeline noted where its IP header and BTH are):
-// its CNPs counted per tunnel and direction, its conversation in the worker's flow table.
-inline void account_roce(ConfigCounters& cc, BurstState& bs, const Verdict& v) {
-    if (v.roce_bth == nullptr) return;
-    const auto t = static_cast<size_t>(v.tunnel_id);
-    const bool cnp = v.roce_bth[0] == kBthOpcodeCnp;
-    if (cnp) (v.decap ? cc.cnp_decap : cc.cnp_encap)[t].inc();
-    if (bs.flows != nullptr)
-        bs.flows->add(bs.flow_run, v.roce_l3, v.roce_bth, v.tunnel_id, v.decap, cnp, bs.now_tsc);
-}
-
 // Per-burst accumulation of an indexed (packets, bytes) counter pair: consecutive packets of a
 // burst mostly hit the same class and tunnel, so the shared counters are written once per run of
 // equal indices rather than once per packet (house style: count in locals, flush once).
@@ -106,116 +96,162 @@ class RunCounter {
     uint64_t n_ = 0, b_ = 0;
 };
 
-// Sink: void operator()(uint16_t out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*,
-// const Verdict&), called for every packet after processing (a no-op in workers).
-template <typename Sink, typename Observer>
-inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
-                          WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
-    uint64_t rx_bytes = 0, rewrites = 0;
-    ConfigCounters& cc = st.bank[s.bank];
-    RunCounter classes(cc.class_pkts, cc.class_bytes), encaps(cc.encap_pkts, cc.encap_bytes),
-        decaps(cc.decap_pkts, cc.decap_bytes);
+// The counters one burst writes, in locals until flush().
+class BurstCounters {
+  public:
+    BurstCounters(WorkerStats& st, uint8_t bank)
+        : st_(st),
+          cc_(st.bank[bank]),
+          classes_(cc_.cls[ClassCounter::packets], cc_.cls[ClassCounter::bytes]),
+          encaps_(cc_.tunnel[TunnelCounter::encap_packets], cc_.tunnel[TunnelCounter::encap_bytes]),
+          decaps_(cc_.tunnel[TunnelCounter::decap_packets], cc_.tunnel[TunnelCounter::decap_bytes]) {
+    }
+
+    // Every packet, whatever became of it: its class (bytes as received) and DSCP rewrite.
+    // kOuter: it arrived on an outer port (where only the VTEP's own ICMP is classified).
+    template <bool kOuter>
+    void processed(const PacketNotes& n, uint32_t in_len) {
+        if ((!kOuter || !n.outer_path) && n.dscp_in >= 0)
+            classes_.add(n.class_id >= 0 ? static_cast<size_t>(n.class_id) : kNoClass, in_len);
+        rewrites_ += n.dscp_rewritten;
+    }
+    // A packet through a tunnel, as sent: the tunnel's counters, and for RoCE its CNPs and its
+    // conversation in the worker's flow table.
+    template <bool kOuter>
+    void forwarded(const PacketNotes& n, uint32_t out_len, BurstState& bs) {
+        const auto t = static_cast<size_t>(n.tunnel_id);
+        if (kOuter) {
+            decaps_.add(t, out_len);
+            if (n.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].inc();
+            if (n.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].inc();
+        } else {
+            encaps_.add(t, out_len);
+        }
+        if (n.roce_bth == nullptr) return;
+        const bool cnp = n.roce_bth[0] == kBthOpcodeCnp;
+        if (cnp)
+            cc_.tunnel[kOuter ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].inc();
+        if (bs.flows != nullptr)
+            bs.flows->add(bs.flow_run, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp,
+                          bs.now_tsc);
+    }
+    void local(LocalReply r) { st_.local[static_cast<size_t>(r)].inc(); }
+    void drop(DropReason r) { st_.drops[static_cast<size_t>(r)].inc(); }
+    void dataplane(size_t field) { st_.dataplane[field][0].inc(); }
+    void flush(uint16_t rx_port, uint16_t n, uint64_t rx_bytes) {
+        classes_.flush();
+        encaps_.flush();
+        decaps_.flush();
+        if (rewrites_ != 0) st_.dataplane[DataplaneCounter::dscp_rewrites][0].add(rewrites_);
+        st_.port[PortCounter::rx_packets][rx_port].add(n);
+        st_.port[PortCounter::rx_bytes][rx_port].add(rx_bytes);
+    }
+
+  private:
+    WorkerStats& st_;
+    ConfigCounters& cc_;
+    RunCounter classes_, encaps_, decaps_;
+    uint64_t rewrites_ = 0;
+};
+
+// Turns a packet dropped too_big into the ICMP error its sender needs, within [gateway] icmp_rate;
+// false: nothing to send (the caller frees the packet).
+inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint16_t pmtu,
+                         BurstCounters& count, BurstState& bs) {
+    if (!bs.take_icmp_token(s.icmp_rate)) {
+        count.dataplane(DataplaneCounter::icmp_rate_limited);
+        return false;
+    }
+    const PortConf& port = s.ports[rx_port];
+    Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
+    if (!make_too_big(port, port.has_icmp_src4 ? port.icmp_src4.data() : nullptr,
+                      port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, pmtu, f))
+        return false;
+    frame_to_mbuf(f, m);
+    count.dataplane(DataplaneCounter::icmp_too_big_sent);
+    return true;
+}
+
+// The burst loop for one direction (kOuter: from an outer port). Sink: void operator()(uint16_t
+// out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*, const Verdict&, const
+// PacketNotes&), called for every packet after processing (a no-op in workers).
+template <bool kOuter, typename Sink, typename Observer>
+inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
+                              WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
+    uint64_t rx_bytes = 0;
+    BurstCounters count(st, s.bank);
     DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
-    const bool inner = s.ports[rx_port].role == PortRole::inner;
-    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], !inner);
+    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (uint16_t i = 0; i < n; ++i) {
-        if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], !inner);
+        if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], kOuter);
         rte_mbuf* m = pkts[i];
         const uint32_t in_len = m->pkt_len;
         rx_bytes += in_len;
-        Verdict v;
+        Outcome o;  // The verdict and the notes, both filled by the path.
+        Verdict& v = o;
+        PacketNotes& notes = o;
+        bool plain = false;
         if (unlikely(m->nb_segs != 1)) {
             v.drop = DropReason::multi_segment;
         } else {
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
-            if (inner && likely(encap_plain(s, rx_port, f, v))) {
-                // The common case in few steps: marked and encapsulated, nothing else to decide.
-                frame_to_mbuf(f, m);
-                if (v.tx_udp6_cksum) set_udp6_cksum_offload(m);
-                classes.add(v.class_id >= 0 ? static_cast<size_t>(v.class_id) : kNoClass, in_len);
-                rewrites += v.dscp_rewritten;
-                observe(static_cast<const rte_mbuf*>(m), v);
-                account_roce(cc, bs, v);
-                encaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
-                sink(v.out_port, m);
-                continue;
-            }
-            if (!inner && likely(decap_plain(s, rx_port, f, v, &decap_cache))) {
-                frame_to_mbuf(f, m);
-                observe(static_cast<const rte_mbuf*>(m), v);
-                account_roce(cc, bs, v);
-                decaps.add(static_cast<size_t>(v.tunnel_id), m->pkt_len);
-                rewrites += v.dscp_rewritten;
-                if (v.outer_remarked) cc.outer_dscp_remarked[static_cast<size_t>(v.tunnel_id)].inc();
-                if (v.ce_marked) cc.ecn_ce_marked[static_cast<size_t>(v.tunnel_id)].inc();
-                sink(v.out_port, m);
-                continue;
-            }
-            v = inner ? process_inner_general(s, rx_port, f)
-                      : process_outer_general(s, rx_port, f, &decap_cache);
-            if (likely(v.drop == DropReason::none)) {  // Also true for local replies.
-                frame_to_mbuf(f, m);
-                if (v.tx_udp6_cksum) set_udp6_cksum_offload(m);
-            }
-        }
-        // Class bytes are those of the packet as classified.
-        if (!v.decap && v.class_id != -1)
-            classes.add(static_cast<size_t>(v.class_id), in_len);
-        else if (!v.decap && v.dscp_in >= 0)
-            classes.add(kNoClass, in_len);
-        rewrites += v.dscp_rewritten;
-        observe(static_cast<const rte_mbuf*>(m), v);
-        if (unlikely(v.local != LocalReply::none)) {
-            st.local_replies[static_cast<size_t>(v.local)].inc();
-            if (v.local == LocalReply::learned)
-                rte_pktmbuf_free(m);
+            // The common case in few steps (the shortcut takes it or leaves it untouched).
+            if constexpr (kOuter)
+                plain = decap_plain(s, rx_port, f, o, &decap_cache);
             else
-                sink(v.out_port, m);
-            continue;
-        }
-        if (unlikely(v.drop != DropReason::none)) {
-            st.drops[static_cast<size_t>(v.drop)].inc();
-            if (v.pmtu != 0) {
-                if (bs.take_icmp_token(s.icmp_rate)) {
-                    const PortConf& port = s.ports[rx_port];
-                    Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
-                    if (make_too_big(port, port.has_icmp_src4 ? port.icmp_src4.data() : nullptr,
-                                     port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, v.pmtu,
-                                     f)) {
-                        frame_to_mbuf(f, m);
-                        st.icmp_too_big_sent.inc();
-                        sink(rx_port, m);
-                        continue;
-                    }
-                } else {
-                    st.icmp_rate_limited.inc();
-                }
+                plain = encap_plain(s, rx_port, f, o);
+            if (unlikely(!plain)) {
+                if constexpr (kOuter)
+                    v = process_outer_general(s, rx_port, f, notes, &decap_cache);
+                else
+                    v = process_inner_general(s, rx_port, f, notes);
             }
-            rte_pktmbuf_free(m);
-            continue;
+            if (likely(plain) || v.drop == DropReason::none) {  // Also true for local replies.
+                frame_to_mbuf(f, m);
+                if (!kOuter && v.tx_udp6_cksum) set_udp6_cksum_offload(m);
+            }
         }
-        const size_t t = static_cast<size_t>(v.tunnel_id);
-        account_roce(cc, bs, v);
-        if (v.decap) {
-            decaps.add(t, m->pkt_len);
-            if (v.outer_remarked) cc.outer_dscp_remarked[t].inc();
-            if (v.ce_marked) cc.ecn_ce_marked[t].inc();
-        } else {
-            encaps.add(t, m->pkt_len);
+        count.processed<kOuter>(notes, in_len);
+        observe(static_cast<const rte_mbuf*>(m), v, notes);
+        if (unlikely(!plain)) {
+            if (v.local != LocalReply::none) {
+                count.local(v.local);
+                if (v.local == LocalReply::learned)
+                    rte_pktmbuf_free(m);
+                else
+                    sink(v.out_port, m);
+                continue;
+            }
+            if (v.drop != DropReason::none) {
+                count.drop(v.drop);
+                if (v.pmtu != 0 && send_too_big(s, rx_port, m, v.pmtu, count, bs)) {
+                    sink(rx_port, m);
+                    continue;
+                }
+                rte_pktmbuf_free(m);
+                continue;
+            }
         }
+        count.forwarded<kOuter>(notes, m->pkt_len, bs);
         sink(v.out_port, m);
     }
-    classes.flush();
-    encaps.flush();
-    decaps.flush();
+    count.flush(rx_port, n, rx_bytes);
     if (bs.flows != nullptr) bs.flows->flush(bs.flow_run, bs.now_tsc);
-    if (rewrites != 0) st.dscp_rewrites.add(rewrites);
-    st.rx_pkts[rx_port].add(n);
-    st.rx_bytes[rx_port].add(rx_bytes);
+}
+
+// One burst from `rx_port`, each packet through the per-packet path, counted, and what survives
+// handed to the sink. Workers and `dscpgw replay` both run exactly this.
+template <typename Sink, typename Observer>
+inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
+                          WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
+    if (s.ports[rx_port].role == PortRole::inner)
+        process_burst_dir<false>(s, rx_port, pkts, n, st, bs, sink, observe);
+    else
+        process_burst_dir<true>(s, rx_port, pkts, n, st, bs, sink, observe);
 }
 
 struct NoObserver {
-    void operator()(const rte_mbuf*, const Verdict&) const {}
+    void operator()(const rte_mbuf*, const Verdict&, const PacketNotes&) const {}
 };
 
 }  // namespace dscpgw

@@ -9,29 +9,40 @@
 
 namespace dscpgw {
 
-#define DSCPGW_DROP_REASONS(X)                                                                 \
-    X(truncated, "frame ends before the headers it announces")                                 \
-    X(bad_ip_header, "IP version, header length or total length inconsistent with the frame")  \
-    X(not_ip,                                                                                  \
-      "frame on an inner port is not IPv4/IPv6, so it can be neither classified nor routed")   \
-    X(no_route, "inner destination matches no tunnel route")                                   \
-    X(too_big, "packet would exceed the IP MTU of the port it leaves by")                      \
-    X(no_headroom, "buffer lacks the headroom for the outer headers")                          \
-    X(multi_segment, "chained buffer; the gateway needs the frame in one segment")             \
-    X(not_local, "outer packet not addressed to a VTEP address of the receiving port")         \
-    X(not_tunnel, "outer packet is not UDP to the UDP port of a tunnel on the receiving port") \
-    X(outer_fragment, "outer packet is an IP fragment; tunnel packets are not reassembled")    \
-    X(unknown_remote, "tunnel packet from a source that is no tunnel's remote")                \
-    X(unknown_vni, "tunnel packet from a known remote carrying a VNI no tunnel of it has")     \
-    X(bad_tunnel_header,                                                                       \
-      "VXLAN I flag clear, Geneve version not 0, options past the packet, unknown critical "   \
-      "option or OAM frame")                                                                   \
-    X(unsupported_payload, "Geneve protocol type other than Ethernet (0x6558)")                \
-    X(bad_inner_frame, "decapsulated frame too short or its inner IP header malformed")        \
-    X(ecn_ce_on_not_ect, "outer CE over a Not-ECT inner packet (RFC 6040 section 4.2)")        \
-    X(local_unhandled,                                                                         \
-      "addressed to the gateway itself but not ARP, Neighbor Solicitation or echo")            \
-    X(no_neighbor, "the tunnel's next hop is not resolved (yet) by ARP/ND")
+#define DSCPGW_DROP_REASONS(X)                                                                   \
+    X(truncated,                                                                                 \
+      "the frame ends before a header it announces (Ethernet, VLAN, IP, UDP, BTH, UDP length)")  \
+    X(bad_ip_header,                                                                             \
+      "IP version differs from the EtherType, IHL below 5, or total length inconsistent with "   \
+      "the header or the frame")                                                                 \
+    X(not_ip,                                                                                    \
+      "a frame on an inner port that is neither IPv4 nor IPv6 (ARP, LLDP...): it can be neither " \
+      "classified nor routed")                                                                   \
+    X(no_route, "no tunnel route covers the inner destination")                                  \
+    X(too_big,                                                                                   \
+      "the encapsulated packet would exceed the outer port's MTU, or a decapsulated one the "    \
+      "inner port's")                                                                            \
+    X(no_headroom,                                                                               \
+      "the buffer has too little headroom for the outer headers (never with DPDK's 128-byte "    \
+      "default)")                                                                                \
+    X(multi_segment,                                                                             \
+      "a chained buffer: the gateway needs the frame in one segment (pools are sized so that a " \
+      "port's MTU fits)")                                                                        \
+    X(not_local, "an outer packet not addressed to the receiving port's VTEP address")           \
+    X(not_tunnel, "an outer packet that is not UDP to a tunnel UDP port of the receiving port")  \
+    X(outer_fragment, "an outer IP fragment (tunnel packets are not reassembled)")               \
+    X(unknown_remote, "a tunnel packet from an address that is no tunnel's remote")              \
+    X(unknown_vni, "a tunnel packet from a known remote with a VNI none of its tunnels has")     \
+    X(bad_tunnel_header,                                                                         \
+      "VXLAN I flag clear; Geneve version not 0, options past the packet, a critical option or " \
+      "an OAM frame")                                                                            \
+    X(unsupported_payload,                                                                       \
+      "Geneve protocol type other than Ethernet (0x6558), such as GCP's IPv4-in-Geneve")         \
+    X(bad_inner_frame, "a decapsulated frame shorter than Ethernet or with a malformed IP header") \
+    X(ecn_ce_on_not_ect, "outer CE over a Not-ECT inner packet (RFC 6040 section 4.2)")          \
+    X(local_unhandled,                                                                           \
+      "addressed to a routed LAN port's own address, but not ARP, Neighbor Discovery or echo")   \
+    X(no_neighbor, "the tunnel's next hop, or a routed LAN's host, is not resolved (yet) by ARP/ND")
 
 enum class DropReason : uint8_t {
     none = 0,

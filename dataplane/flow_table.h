@@ -17,6 +17,8 @@
 #include <cstring>
 #include <memory>
 
+#include "dataplane/counters.h"
+
 namespace dscpgw {
 
 inline constexpr uint8_t kBthOpcodeCnp = 0x81;
@@ -78,7 +80,10 @@ class FlowTable {
     static constexpr unsigned kWays = 4;
 
     // `entries` is rounded up to a power of two, at least kWays.
-    explicit FlowTable(uint32_t entries) {
+    // `evictions`: where to count evicted conversations (the worker's counter block), if anywhere
+    // but the table itself.
+    explicit FlowTable(uint32_t entries, Counter* evictions = nullptr) {
+        if (evictions != nullptr) evictions_ = evictions;
         uint32_t n = kWays;
         while (n < entries) n <<= 1;
         size_ = n;
@@ -167,8 +172,7 @@ class FlowTable {
             if (last < victim_last) victim = &s, victim_last = last;
         }
         const uint32_t q = victim->seq.load(std::memory_order_relaxed);
-        if (q != 0) evictions_.store(evictions_.load(std::memory_order_relaxed) + 1,
-                                     std::memory_order_relaxed);
+        if (q != 0) evictions_->inc();
         victim->seq.store(q | 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
         victim->key = k;
@@ -198,7 +202,7 @@ class FlowTable {
         return s.seq.load(rlx) == q1;
     }
 
-    uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+    uint64_t evictions() const { return evictions_->get(); }
 
   private:
     static void bump(FlowSlot& s, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
@@ -214,7 +218,8 @@ class FlowTable {
 
     std::unique_ptr<FlowSlot[]> slots_;
     uint32_t size_ = 0;
-    std::atomic<uint64_t> evictions_{0};
+    Counter own_evictions_;
+    Counter* evictions_ = &own_evictions_;  // The worker's flow_evictions counter when given.
 };
 
 }  // namespace dscpgw

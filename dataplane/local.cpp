@@ -1,8 +1,11 @@
 #include "dataplane/local.h"
 
+#include <rte_cycles.h>
+
 #include <algorithm>
 #include <cstring>
 
+#include "dataplane/neighbor.h"
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -268,6 +271,66 @@ bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6
     store32(icmp + 4, mtu);
     store16(icmp + 2, csum_finish(sum16(icmp, 8 + quote, pseudo6(ip, 8 + quote, kProtoIcmp6))));
     f.len = pp.l3_off + kHdr + quote;
+    return true;
+}
+
+namespace {
+
+bool is_nd(const ParsedPacket& pp, const uint8_t* frame, uint8_t type) {
+    return pp.ip_ver == 6 && pp.proto == kProtoIcmp6 && pp.l4_off != 0 &&
+           pp.l4_off < pp.l3_off + pp.ip_len && frame[pp.l4_off] == type;
+}
+
+// ARP, NS and NA may tell a neighbor's MAC; a question for us is answered as well. Returns what
+// the packet became: a reply to send, `learned` (consumed), or none (not ours).
+LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f) {
+    // A routed LAN port adopts the hosts that talk to it (their ARP/NS tells their MAC).
+    const PortConf& port = s.ports[rx_port];
+    const bool adopt = port.role == PortRole::inner && (port.has_ipv4 || port.has_ipv6);
+    const bool learned = s.neighbors->learn(rx_port, pp, f.data, f.len, rte_rdtsc(), adopt);
+    const LocalReply r = answer_local(s.ports[rx_port], pp, f);
+    return r != LocalReply::none ? r : learned ? LocalReply::learned : LocalReply::none;
+}
+
+}  // namespace
+
+bool local_on_inner(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f,
+                    Verdict& v) {
+    const PortConf& port = s.ports[rx_port];
+    // Routed mode: the LAN's hosts talk to the gateway's own address on this port.
+    if (!(port.has_ipv4 || port.has_ipv6)) return false;
+    const bool ours = pp.ip_ver != 0 && addressed_to(port, pp);
+    if (!(pp.ip_ver == 0 || ours || is_nd(pp, f.data, kNdSolicit) || is_nd(pp, f.data, kNdAdvert)))
+        return false;
+    v.local = pp.ip_ver == 0 || pp.proto == kProtoIcmp6 ? neighbor_traffic(s, rx_port, pp, f)
+                                                        : answer_local(port, pp, f);
+    if (v.local != LocalReply::none) {
+        v.out_port = rx_port;
+        return true;
+    }
+    if (!ours) return false;
+    v.drop = DropReason::local_unhandled;
+    return true;
+}
+
+bool neighbor_on_outer(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f,
+                       Verdict& v) {
+    if (!(pp.ip_ver == 0 || is_nd(pp, f.data, kNdSolicit) || is_nd(pp, f.data, kNdAdvert)))
+        return false;
+    v.local = neighbor_traffic(s, rx_port, pp, f);
+    if (v.local != LocalReply::none)
+        v.out_port = rx_port;
+    else
+        v.drop = pp.ip_ver == 0 ? DropReason::not_tunnel : DropReason::not_local;
+    return true;
+}
+
+bool echo_on_outer(const PortConf& port, uint16_t rx_port, const ParsedPacket& pp, Frame& f,
+                   Verdict& v) {
+    if (pp.proto != kProtoIcmp && pp.proto != kProtoIcmp6) return false;
+    v.local = answer_local(port, pp, f);
+    if (v.local == LocalReply::none) return false;
+    v.out_port = rx_port;
     return true;
 }
 

@@ -5,12 +5,32 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/packet.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/snapshot.h"
 
 namespace dscpgw {
+
+// Whether an IP packet is addressed to `port`'s own address.
+inline bool addressed_to(const PortConf& port, const ParsedPacket& pp) {
+    return pp.ip_ver == 4 ? port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0
+                          : port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0;
+}
+
+// Local dispatch of the general paths. Each returns true when the frame was the gateway's own
+// business, with `v` saying what became of it (a reply in `f` out of `rx_port`, consumed, or a
+// drop); false leaves `f` and `v` untouched.
+// Inner port: on a routed LAN port, ARP, Neighbor Discovery and traffic for the port's address.
+bool local_on_inner(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f,
+                    Verdict& v);
+// Outer port: ARP and Neighbor Discovery (the underlay resolves our VTEP, we our next hops).
+bool neighbor_on_outer(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f,
+                       Verdict& v);
+// Outer port: an ICMP/ICMPv6 echo request to the VTEP address (checked by the caller).
+bool echo_on_outer(const PortConf& port, uint16_t rx_port, const ParsedPacket& pp, Frame& f,
+                   Verdict& v);
 
 // Answers `f` (parsed as `pp`) if it is an ARP request, a Neighbor Solicitation, or an ICMP/ICMPv6
 // echo request for one of `port`'s addresses. Returns what was answered, or LocalReply::none with

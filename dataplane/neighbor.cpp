@@ -107,7 +107,7 @@ unsigned NeighborTable::drain_requests(uint64_t now_tsc) {
         const int idx = add(r[i].key.family, r[i].key.port, r[i].key.addr.data());
         if (idx < 0 || r[i].mac == 0) continue;
         Neighbor& e = entries_[static_cast<size_t>(idx)];
-        if (e.is_static) continue;
+        if (e.is_static.load(std::memory_order_relaxed)) continue;
         e.mac.store(r[i].mac, std::memory_order_relaxed);
         e.learned_tsc.store(now_tsc, std::memory_order_relaxed);
     }
@@ -165,7 +165,7 @@ bool NeighborTable::learn(uint16_t port, const ParsedPacket& pp, const uint8_t* 
         return false;
     }
     Neighbor& n = entries_[static_cast<size_t>(i)];
-    if (n.is_static) return false;
+    if (n.is_static.load(std::memory_order_relaxed)) return false;
     n.mac.store(kNeighborValid | pack_mac(mac), std::memory_order_relaxed);
     n.learned_tsc.store(now_tsc, std::memory_order_relaxed);
     return true;

@@ -27,10 +27,11 @@ struct alignas(64) Neighbor {
     // Owner: workers and the control thread (rw, atomic); set-up: the control side.
     std::atomic<uint64_t> mac{0};  // kNeighborValid | the MAC in the low 48 bits; 0: unresolved.
     std::atomic<uint64_t> learned_tsc{0};  // When it was last confirmed.
-    // Immutable once workers run.
+    // Owner: the control thread (rw, when a snapshot that configures it is accepted); workers: ro.
+    std::atomic<bool> is_static{false};
+    // Written once by add(), before the entry is published in the index; immutable after.
     uint8_t family = 0;
     uint16_t port = 0;
-    bool is_static = false;
     std::array<uint8_t, 16> addr{};
     // Control thread only.
     uint64_t last_probe_tsc = 0;

@@ -29,6 +29,15 @@ struct ParsedPacket {
     uint8_t ecn() const { return static_cast<uint8_t>(tos & 3); }
 };
 
+// Sets the TOS / traffic class of the IP packet `pp` describes in `frame`.
+inline void write_tos(const ParsedPacket& pp, uint8_t* frame, uint8_t tos) {
+    uint8_t* ip = frame + pp.l3_off;
+    if (pp.ip_ver == 4)
+        wire::set_ipv4_tos(ip, tos);
+    else
+        wire::set_ipv6_tclass(ip, tos);
+}
+
 // Parses Ethernet (up to two VLAN tags), IPv4 (with options) or IPv6 (with extension headers), UDP
 // and, for UDP destination port 4791, the RoCEv2 BTH. Returns DropReason::none on success; a frame
 // that is not IP parses successfully with ip_ver 0.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "dataplane/counters.h"
 #include "dataplane/drop_reason.h"
 #include "dataplane/packet.h"
 #include "dataplane/snapshot.h"
@@ -18,28 +19,26 @@ struct Frame {
     uint32_t headroom;
 };
 
-// Replies the gateway makes to traffic for its own addresses (dataplane/local.h).
-// `learned`: an ARP/ND packet told a neighbor's MAC; it is consumed, nothing is sent.
-enum class LocalReply : uint8_t { none, arp, icmp_echo, nd_advert, icmp6_echo, learned, count_ };
-inline constexpr const char* kLocalReplyNames[] = {
-    "none", "arp_reply", "icmp_echo_reply", "nd_advert", "icmp6_echo_reply", "neighbor_learned"};
-
+// What the packet path decided: where the frame goes, or why it goes nowhere.
 struct Verdict {
     DropReason drop = DropReason::none;
+    LocalReply local = LocalReply::none;  // Answered: the frame is the reply, out of the RX port.
     uint16_t out_port = 0;
-    int16_t class_id = -1;  // Matching class, -1 for none (inner path only).
-    int16_t tunnel_id = -1;
-    int16_t dscp_in = -1;   // Inner path: inner DSCP received. Outer path: outer DSCP.
-    int16_t dscp_out = -1;  // DSCP of the packet sent (inner path: the inner/outer DSCP).
-    bool decap = false;
-    bool dscp_rewritten = false;
-    bool outer_remarked = false;
-    bool ce_marked = false;
-    bool tx_udp6_cksum =
-        false;  // The outer IPv6 UDP checksum is left to the NIC (pseudo-header in place).
-    LocalReply local =
-        LocalReply::none;  // Answered locally: the frame is the reply, out of rx port.
     uint16_t pmtu = 0;  // With too_big on the inner path: the MTU to signal back (DF or IPv6 only).
+    bool tx_udp6_cksum = false;  // The outer IPv6 UDP checksum is the NIC's (pseudo-header set).
+};
+
+// What happened to the packet on the way: what the counters and the trace need, nothing the
+// forwarding depends on.
+struct PacketNotes {
+    int16_t class_id = -1;   // Matching class, -1 for none (inner path only).
+    int16_t tunnel_id = -1;  // The tunnel it entered or left by.
+    int16_t dscp_in = -1;    // Inner path: the inner DSCP received. Outer path: the outer DSCP.
+    int16_t dscp_out = -1;   // DSCP of the packet sent (inner path: the inner/outer DSCP).
+    bool outer_path = false;  // Handled as tunnel traffic from an outer port (not a local reply).
+    bool dscp_rewritten = false;
+    bool outer_remarked = false;  // The outer DSCP was not what the far end sets.
+    bool ce_marked = false;       // RFC 6040 turned an ECT inner packet CE.
     // A RoCEv2 packet (UDP 4791 with a BTH) carried through a tunnel: its inner IP header and BTH
     // in the frame as sent (neither moves during encapsulation, VLAN removal or decapsulation),
     // so that the worker can count CNPs and conversations without parsing the packet again.
@@ -47,11 +46,14 @@ struct Verdict {
     const uint8_t* roce_bth = nullptr;
 };
 
+// Both, as one value: what tests, the fuzz target and the benchmark look at.
+struct Outcome : Verdict, PacketNotes {};
+
 // Records where a parsed packet's IP header and BTH are, when it is RoCEv2.
-inline void note_roce(Verdict& v, const ParsedPacket& pp, const uint8_t* frame) {
+inline void note_roce(PacketNotes& n, const ParsedPacket& pp, const uint8_t* frame) {
     if (pp.has_bth) {
-        v.roce_l3 = frame + pp.l3_off;
-        v.roce_bth = frame + pp.l4_off + wire::kUdpLen;
+        n.roce_l3 = frame + pp.l3_off;
+        n.roce_bth = frame + pp.l4_off + wire::kUdpLen;
     }
 }
 
@@ -80,30 +82,19 @@ struct DecapCache {
     int16_t tunnel_id = -1;
 };
 
-// Inner -> outer: classify, mark, route, encapsulate.
-Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f);
-// The same without the shortcut below: the reference the fuzz target compares it with.
-Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f);
-// The shortcut: process_inner_general() for the frame the gateway exists for (untagged IPv4
-// without options or IPv6 without extension headers, UDP, a route, a tunnel that takes it), the
-// same decisions and bytes in straight-line code. Everything is checked before anything is written, so a frame it declines
-// (false) reaches the general path untouched; it declines every drop, local reply and unusual
-// case. process_inner() is this, else the general path.
-bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v);
-// Outer -> inner: validate, decapsulate, RFC 6040, DSCP-on-decap, bleaching detection.
-Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, DecapCache* cache = nullptr);
-// The same without the shortcut below (the fuzz target's reference).
-Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f,
-                              DecapCache* cache = nullptr);
-// The shortcut: process_outer_general() for plain IPv4/UDP outer and inner packets to this VTEP
-// from a known tunnel that are delivered, in straight-line code; like encap_plain(), it writes
-// nothing unless it takes the packet, and declines every drop and unusual case.
-bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Verdict& v, DecapCache* cache);
+// Inner -> outer (dataplane/encap.h) and outer -> inner (dataplane/decap.h), each a shortcut for
+// the common frame in front of a general path; both fill `notes` afresh.
+Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes);
+Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
+                      DecapCache* cache = nullptr);
 
-inline Verdict process_packet(const Snapshot& s, uint16_t rx_port, Frame& f,
+inline Outcome process_packet(const Snapshot& s, uint16_t rx_port, Frame& f,
                               DecapCache* cache = nullptr) {
-    return s.ports[rx_port].role == PortRole::inner ? process_inner(s, rx_port, f)
-                                                    : process_outer(s, rx_port, f, cache);
+    Outcome o;
+    static_cast<Verdict&>(o) = s.ports[rx_port].role == PortRole::inner
+                                   ? process_inner(s, rx_port, f, o)
+                                   : process_outer(s, rx_port, f, o, cache);
+    return o;
 }
 
 }  // namespace dscpgw

@@ -25,9 +25,9 @@ void flush(const WorkerContext& c, size_t port, TxQueue& q) {
         bytes -= q.pkts[i]->pkt_len;
         rte_pktmbuf_free(q.pkts[i]);
     }
-    c.stats->tx_pkts[port].add(sent);
-    c.stats->tx_bytes[port].add(bytes);
-    if (sent != q.n) c.stats->tx_failed.add(q.n - sent);
+    c.stats->port[PortCounter::tx_packets][port].add(sent);
+    c.stats->port[PortCounter::tx_bytes][port].add(bytes);
+    if (sent != q.n) c.stats->dataplane[DataplaneCounter::tx_failed][0].add(q.n - sent);
     q.n = 0;
 }
 
@@ -76,8 +76,10 @@ int worker_main(void* arg) {
             for (size_t o = 0; n != 0 && o < nports; ++o) flush(c, o, txq[o]);
         }
         const uint64_t dt = rte_rdtsc() - t0;
-        (got != 0 ? st.busy_cycles : st.idle_cycles).add(dt);
-        st.polls.inc();
+        (got != 0 ? st.worker[WorkerCounter::busy_cycles] : st.worker[WorkerCounter::idle_cycles])
+            ->add(dt);
+        if (got != 0) st.worker[WorkerCounter::rx_packets]->add(got);
+        st.worker[WorkerCounter::polls]->inc();
         // Nothing of `s` is used past here: a snapshot replaced before this point may be freed.
         rte_rcu_qsbr_quiescent(c.rcu, c.queue);
     }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "control/commands.h"
 #include "control/socket.h"
 #include "gateway/commands.h"
 
@@ -16,11 +17,10 @@ void usage(std::FILE* f) {
         "  dscpgw check  --config FILE\n"
         "  dscpgw replay --config FILE --in IN.pcap --out OUT.pcap [--port NAME] [--trace]\n"
         "  dscpgw run    --config FILE\n"
-        "  dscpgw ctl    [--socket PATH | --config FILE] COMMAND\n"
-        "      COMMAND: status | stats | tunnels | classes | neighbors | flows [--top N] | reload\n"
-        "               (--json after a view command prints JSON)\n"
-        "      the socket is [control] socket of FILE, else %s\n",
-        dscpgw::kDefaultControlSocket);
+        "  dscpgw ctl    [--socket PATH | --config FILE] COMMAND [--json]\n"
+        "      the socket is [control] socket of FILE, else %s; COMMAND is one of\n%s"
+        "      (--json after a view command prints JSON)\n",
+        dscpgw::kDefaultControlSocket, dscpgw::ctl_help("        ").c_str());
 }
 
 }  // namespace

@@ -27,30 +27,30 @@ std::array<uint8_t, 6> replay_mac(size_t port) {
     return {0x02, 0x00, 0x00, 0x00, 0x00, static_cast<uint8_t>(port + 1)};
 }
 
-void print_trace(uint64_t index, const Snapshot& s, const Verdict& v) {
+void print_trace(uint64_t index, const Snapshot& s, const Verdict& v, const PacketNotes& n) {
     const char* cls = "-";
-    if (v.decap)
+    if (n.outer_path)
         cls = "(decap)";
-    else if (v.class_id >= 0)
-        cls = s.classes[static_cast<size_t>(v.class_id)].name.c_str();
-    else if (v.dscp_in >= 0)
+    else if (n.class_id >= 0)
+        cls = s.classes[static_cast<size_t>(n.class_id)].name.c_str();
+    else if (n.dscp_in >= 0)
         cls = "(none)";
     char dscp[32] = "-";
-    if (v.dscp_in >= 0 && v.dscp_out >= 0)
-        std::snprintf(dscp, sizeof dscp, "%d->%d", v.dscp_in, v.dscp_out);
-    else if (v.dscp_in >= 0)
-        std::snprintf(dscp, sizeof dscp, "%d", v.dscp_in);
+    if (n.dscp_in >= 0 && n.dscp_out >= 0)
+        std::snprintf(dscp, sizeof dscp, "%d->%d", n.dscp_in, n.dscp_out);
+    else if (n.dscp_in >= 0)
+        std::snprintf(dscp, sizeof dscp, "%d", n.dscp_in);
     const char* tun =
-        v.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(v.tunnel_id)].name.c_str() : "-";
+        n.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(n.tunnel_id)].name.c_str() : "-";
     if (v.local != LocalReply::none)
         std::printf("%" PRIu64 " class=- dscp=- tunnel=- reply=%s port=%s\n", index,
-                    kLocalReplyNames[static_cast<size_t>(v.local)],
+                    std::string(kLocalReplyInfo[static_cast<size_t>(v.local)].name).c_str(),
                     s.ports[v.out_port].name.c_str());
     else if (v.drop == DropReason::none)
         std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s\n", index, cls, dscp,
-                    tun, v.decap ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
-                    v.outer_remarked ? " outer_dscp_remarked" : "",
-                    v.ce_marked ? " ce_marked" : "");
+                    tun, n.outer_path ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
+                    n.outer_remarked ? " outer_dscp_remarked" : "",
+                    n.ce_marked ? " ce_marked" : "");
     else
         std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s\n", index, cls, dscp, tun,
                     std::string(drop_reason_name(v.drop)).c_str(), v.pmtu ? " pmtu" : "");
@@ -186,9 +186,9 @@ int cmd_replay(const ReplayOptions& o) {
                 [&](uint16_t port, rte_mbuf* m) {
                     tx.push_back({port, m, hdrs[seen - 1].ts});
                 },
-                [&](const rte_mbuf*, const Verdict& v) {
+                [&](const rte_mbuf*, const Verdict& v, const PacketNotes& notes) {
                     ++seen;
-                    if (o.trace) print_trace(idxs[seen - 1], *snap, v);
+                    if (o.trace) print_trace(idxs[seen - 1], *snap, v, notes);
                 });
             // Replay is its own control thread: it creates the neighbor entries workers asked for
             // (it sends no probes).
@@ -199,8 +199,8 @@ int cmd_replay(const ReplayOptions& o) {
                 ph.caplen = ph.len = t.m->pkt_len;
                 pcap_dump(reinterpret_cast<u_char*>(out), &ph,
                           rte_pktmbuf_mtod(t.m, const u_char*));
-                stats->tx_pkts[t.port].inc();
-                stats->tx_bytes[t.port].add(t.m->pkt_len);
+                stats->port[PortCounter::tx_packets][t.port].inc();
+                stats->port[PortCounter::tx_bytes][t.port].add(t.m->pkt_len);
                 rte_pktmbuf_free(t.m);
             }
         }

@@ -24,7 +24,7 @@
 #include "dataplane/neighbor.h"
 #include "dataplane/worker.h"
 #include "gateway/commands.h"
-#include "gateway/control.h"
+#include "gateway/control_thread.h"
 #include "gateway/eal.h"
 
 namespace dscpgw {
@@ -172,16 +172,28 @@ void place_control_thread(std::thread& t) {
     std::fflush(stdout);
 }
 
-}  // namespace
+// What `run` holds between its steps: the devices, their pools and the neighbor table.
+struct Ports {
+    std::vector<uint16_t> eth_port;
+    std::vector<PortPlan> plans;
+    std::vector<int> socket;
+    std::map<int, rte_mempool*> pools;  // One per NUMA socket that has ports.
+    unsigned mbufs_at_start = 0;
+    uint32_t max_frame = 0;  // Largest frame an mbuf holds.
+    std::vector<std::array<uint8_t, 6>> macs;
 
-int cmd_run(const std::string& config) {
-    Config cfg;
-    try {
-        cfg = load_config(config);
-    } catch (const ConfigError& e) {
-        std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());
-        return 2;
+    ~Ports() {
+        for (auto& [sock, mp] : pools) rte_mempool_free(mp);
     }
+    unsigned mbufs_in_use() const {
+        unsigned n = 0;
+        for (const auto& [sock, mp] : pools) n += rte_mempool_in_use_count(mp);
+        return n;
+    }
+};
+
+// Step 1: the EAL, with every configured device (PCI addresses allowed, the rest as vdevs).
+bool start_eal(const Config& cfg) {
     std::vector<std::string> args = cfg.eal_args;
     bool any_pci = false;
     for (const auto& p : cfg.ports) {
@@ -196,62 +208,61 @@ int cmd_run(const std::string& config) {
     std::string err;
     if (!eal_init(args, err)) {
         std::fprintf(stderr, "dscpgw run: %s\n", err.c_str());
-        return 1;
+        return false;
     }
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGHUP, on_hup);
-    // Declared first, destroyed last: whatever lives in DPDK memory is gone before the EAL is.
-    struct EalCleanup {
-        ~EalCleanup() { rte_eal_cleanup(); }
-    } eal_cleanup;
+    return true;
+}
 
-    // Workers: one per requested lcore, never the main lcore, which stays the control thread.
-    std::vector<unsigned> lcores;
+// Step 2: the worker lcores (every lcore but the main one, which is the control thread); none when
+// the EAL has one lcore, which then forwards. 0 workers: [gateway] workers asks for too many.
+unsigned plan_workers(const Config& cfg, std::vector<unsigned>& lcores) {
     for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE;
          l = rte_get_next_lcore(l, 1, 0))
         lcores.push_back(l);
-    unsigned workers =
-        cfg.workers != 0 ? cfg.workers : static_cast<unsigned>(std::max<size_t>(lcores.size(), 1));
     if (cfg.workers != 0 && cfg.workers > lcores.size()) {
         std::fprintf(stderr,
                      "dscpgw run: [gateway] workers = %u needs %u worker lcores besides the main "
                      "one; the EAL has %zu (set -l in [eal] args)\n",
                      cfg.workers, cfg.workers, lcores.size());
-        return 2;
+        return 0;
     }
-    const bool on_main = lcores.empty();  // A single lcore: the main lcore forwards.
+    return cfg.workers != 0 ? cfg.workers
+                            : static_cast<unsigned>(std::max<size_t>(lcores.size(), 1));
+}
 
+// Step 3: find, plan and start every port, with mbuf pools sized for their queues.
+bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
     const size_t nports = cfg.ports.size();
-    std::vector<uint16_t> eth_port(nports);
-    std::vector<PortPlan> plans(nports);
+    ports.eth_port.resize(nports);
+    ports.plans.resize(nports);
+    ports.socket.resize(nports);
     uint32_t max_mtu = 0;
-    std::map<int, uint32_t> socket_mbufs;  // One pool per NUMA socket that has ports.
-    std::vector<int> port_socket(nports);
+    std::map<int, uint32_t> socket_mbufs;
+    std::string err;
     for (size_t i = 0; i < nports; ++i) {
-        if (rte_eth_dev_get_port_by_name(device_name(cfg.ports[i].device).c_str(), &eth_port[i]) !=
+        const PortConf& pc = cfg.ports[i];
+        if (rte_eth_dev_get_port_by_name(device_name(pc.device).c_str(), &ports.eth_port[i]) !=
             0) {
             std::fprintf(stderr,
                          "dscpgw run: ports[%zu] (%s): device \"%s\" was not found by DPDK\n", i,
-                         cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str());
-            return 1;
+                         pc.name.c_str(), pc.device.c_str());
+            return false;
         }
-        if (!plan_port(eth_port[i], cfg.ports[i], workers, plans[i], err)) {
-            std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
-                         cfg.ports[i].device.c_str(), err.c_str());
-            return 1;
+        if (!plan_port(ports.eth_port[i], pc, workers, ports.plans[i], err)) {
+            std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", pc.name.c_str(),
+                         pc.device.c_str(), err.c_str());
+            return false;
         }
-        max_mtu = std::max(max_mtu, cfg.ports[i].mtu);
-        const int sock = rte_eth_dev_socket_id(eth_port[i]);
-        port_socket[i] = sock < 0 ? static_cast<int>(rte_socket_id()) : sock;
+        max_mtu = std::max(max_mtu, pc.mtu);
+        const int sock = rte_eth_dev_socket_id(ports.eth_port[i]);
+        ports.socket[i] = sock < 0 ? static_cast<int>(rte_socket_id()) : sock;
         // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
-        socket_mbufs[port_socket[i]] +=
-            plans[i].rxq * kRxDesc + plans[i].txq * kTxDesc + workers * 2 * kBurst;
+        socket_mbufs[ports.socket[i]] += ports.plans[i].rxq * kRxDesc +
+                                         ports.plans[i].txq * kTxDesc + workers * 2 * kBurst;
     }
     const uint32_t room =
         std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, max_mtu + 14 + 8 + 4) + RTE_PKTMBUF_HEADROOM;
-    std::map<int, rte_mempool*> pools;
-    unsigned pool_start = 0;
+    ports.max_frame = room - RTE_PKTMBUF_HEADROOM;
     for (auto& [sock, n] : socket_mbufs) {
         const uint32_t count = n + (workers + 1) * kPoolCache;
         rte_mempool* mp =
@@ -262,34 +273,103 @@ int cmd_run(const std::string& config) {
                 stderr,
                 "dscpgw run: cannot create an mbuf pool of %u x %u bytes on socket %d: %s\n", count,
                 room, sock, rte_strerror(rte_errno));
-            for (auto& [s2, p2] : pools) rte_mempool_free(p2);
-            return 1;
+            return false;
         }
-        pools[sock] = mp;
-        pool_start += rte_mempool_in_use_count(mp);
+        ports.pools[sock] = mp;
     }
-    rte_mempool* pool = pools.at(port_socket[0]);  // The control thread's probes.
-    std::vector<std::array<uint8_t, 6>> macs;
+    ports.mbufs_at_start = ports.mbufs_in_use();
     for (size_t i = 0; i < nports; ++i) {
-        if (!setup_port(eth_port[i], cfg.ports[i], plans[i], pools.at(port_socket[i]), err)) {
-            std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", cfg.ports[i].name.c_str(),
-                         cfg.ports[i].device.c_str(), err.c_str());
-            return 1;
+        PortConf& pc = cfg.ports[i];
+        if (!setup_port(ports.eth_port[i], pc, ports.plans[i], ports.pools.at(ports.socket[i]),
+                        err)) {
+            std::fprintf(stderr, "dscpgw run: port %s (%s): %s\n", pc.name.c_str(),
+                         pc.device.c_str(), err.c_str());
+            return false;
         }
         rte_ether_addr a{};
-        rte_eth_macaddr_get(eth_port[i], &a);
+        rte_eth_macaddr_get(ports.eth_port[i], &a);
         std::array<uint8_t, 6> m{};
         std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
-        macs.push_back(m);
+        ports.macs.push_back(m);
         std::printf("dscpgw: port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u%s\n",
-                    cfg.ports[i].name.c_str(), cfg.ports[i].device.c_str(), plans[i].rxq,
-                    plans[i].txq, plans[i].rxd, plans[i].txd, cfg.ports[i].mtu,
-                    cfg.ports[i].tx_udp_cksum_offload ? ", UDP checksum offload" : "");
+                    pc.name.c_str(), pc.device.c_str(), ports.plans[i].rxq, ports.plans[i].txq,
+                    ports.plans[i].rxd, ports.plans[i].txd, pc.mtu,
+                    pc.tx_udp_cksum_offload ? ", UDP checksum offload" : "");
     }
+    return true;
+}
+
+// Step 4: the workers on their lcores and the control loop until SIGINT/SIGTERM; returns the
+// seconds it forwarded.
+double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>& lcores,
+               unsigned workers, rte_ring* inject) {
+    const bool on_main = lcores.empty();
+    std::vector<WorkerContext> ctxs(workers);
+    for (unsigned w = 0; w < workers; ++w) {
+        WorkerContext& c = ctxs[w];
+        c.snap = cp.published();
+        c.rcu = cp.rcu();
+        c.flows = cp.flows(w);
+        c.eth_port = ports.eth_port;
+        c.queue = static_cast<uint16_t>(w);
+        c.stats = cp.stats(w);
+        c.stop = &g_stop;
+        c.inject = w == 0 ? inject : nullptr;
+        for (const PortPlan& plan : ports.plans) c.poll_rx.push_back(w < plan.rxq ? 1 : 0);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    // The control loop: the control socket, SIGHUP reloads, neighbors, flows, link changes.
+    const auto control_loop = [&] {
+        while (!g_stop.load()) {
+            cp.run_once(50);
+            if (std::string msg; g_reload.exchange(false)) cp.reload(msg, "SIGHUP: ");
+        }
+    };
+    if (!on_main) {
+        for (unsigned w = 0; w < workers; ++w)
+            rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
+        control_loop();  // The main lcore is the control thread.
+        for (unsigned w = 0; w < workers; ++w) rte_eal_wait_lcore(lcores[w]);
+    } else {
+        // One lcore: it forwards; the control thread is an ordinary thread on the CPUs the EAL
+        // does not use, or, where there are none, sharing the worker's (said at start).
+        std::thread control(control_loop);
+        place_control_thread(control);
+        worker_main(&ctxs[0]);  // Signals still stop it.
+        control.join();
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int cmd_run(const std::string& config) {
+    Config cfg;
+    try {
+        cfg = load_config(config);
+    } catch (const ConfigError& e) {
+        std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());
+        return 2;
+    }
+    if (!start_eal(cfg)) return 1;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGHUP, on_hup);
+    // Declared first, destroyed last: whatever lives in DPDK memory is gone before the EAL is.
+    struct EalCleanup {
+        ~EalCleanup() { rte_eal_cleanup(); }
+    } eal_cleanup;
+
+    std::vector<unsigned> lcores;
+    const unsigned workers = plan_workers(cfg, lcores);
+    if (workers == 0) return 2;
+    Ports ports;
+    if (!open_ports(cfg, workers, ports)) return 1;
+
     auto neighbors = std::make_unique<NeighborTable>();
     ControlSetup setup;
     try {
-        setup.snap = build_snapshot(cfg, macs, *neighbors);
+        setup.snap = build_snapshot(cfg, ports.macs, *neighbors);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "dscpgw run: %s\n", e.what());
         return 1;
@@ -314,14 +394,14 @@ int cmd_run(const std::string& config) {
         ~RingCleanup() { release(); }
     } ring_cleanup{inject};
     setup.cfg = cfg;
-    setup.macs = macs;
-    setup.eth_port = eth_port;
-    setup.max_frame = room - RTE_PKTMBUF_HEADROOM;
+    setup.macs = ports.macs;
+    setup.eth_port = ports.eth_port;
+    setup.max_frame = ports.max_frame;
     for (unsigned w = 0; w < workers; ++w)
-        setup.worker_lcores.push_back(on_main ? rte_get_main_lcore() : lcores[w]);
-    for (auto& [sock, mp] : pools) setup.pools.push_back(mp);
+        setup.worker_lcores.push_back(lcores.empty() ? rte_get_main_lcore() : lcores[w]);
+    for (auto& [sock, mp] : ports.pools) setup.pools.push_back(mp);
     setup.neighbors = neighbors.get();
-    setup.nctl = NeighborControl{pool, inject};
+    setup.nctl = NeighborControl{ports.pools.at(ports.socket[0]), inject};
     std::unique_ptr<ControlPlane> cp;
     try {
         cp = std::make_unique<ControlPlane>(std::move(setup));
@@ -329,95 +409,29 @@ int cmd_run(const std::string& config) {
         std::fprintf(stderr, "dscpgw run: %s\n", e.what());
         return 1;
     }
-    std::vector<WorkerContext> ctxs(workers);
-    for (unsigned w = 0; w < workers; ++w) {
-        WorkerContext& c = ctxs[w];
-        c.snap = cp->published();
-        c.rcu = cp->rcu();
-        c.flows = cp->flows(w);
-        c.eth_port = eth_port;
-        c.queue = static_cast<uint16_t>(w);
-        c.stats = cp->stats(w);
-        c.stop = &g_stop;
-        c.inject = w == 0 ? inject : nullptr;
-        for (size_t i = 0; i < nports; ++i) c.poll_rx.push_back(w < plans[i].rxq ? 1 : 0);
-    }
 
     std::printf("dscpgw: running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)",
-                nports, cfg.tunnels.size(), cfg.classes.size(), workers);
+                cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size(), workers);
     for (unsigned w = 0; w < workers; ++w)
-        std::printf(" %u", on_main ? rte_get_main_lcore() : lcores[w]);
+        std::printf(" %u", lcores.empty() ? rte_get_main_lcore() : lcores[w]);
     std::printf("\n");
     std::fflush(stdout);
-    const auto t0 = std::chrono::steady_clock::now();
-    // The control loop: the control socket, SIGHUP reloads, neighbors, flows, link changes.
-    const auto control_loop = [&] {
-        while (!g_stop.load()) {
-            cp->run_once(50);
-            if (std::string msg; g_reload.exchange(false)) cp->reload(msg, "SIGHUP: ");
-        }
-    };
-    if (!on_main) {
-        for (unsigned w = 0; w < workers; ++w)
-            rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
-        control_loop();  // The main lcore is the control thread.
-        for (unsigned w = 0; w < workers; ++w) rte_eal_wait_lcore(lcores[w]);
-    } else {
-        // One lcore: it forwards; the control thread is an ordinary thread on the CPUs the EAL
-        // does not use, or, where there are none, sharing the worker's (said at start).
-        std::thread control(control_loop);
-        place_control_thread(control);
-        worker_main(&ctxs[0]);  // Signals still stop it.
-        control.join();
-    }
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double elapsed = forward(*cp, ports, lcores, workers, inject);
 
+    // Step 5: the summary, from the same report ctl and Prometheus render, read before the
+    // devices close.
     std::printf("dscpgw: stopping\n");
-    for (size_t i = 0; i < nports; ++i) {
-        rte_eth_stats es{};
-        rte_eth_stats_get(eth_port[i], &es);
-        std::printf("ethdev %s: ipackets %" PRIu64 " opackets %" PRIu64 " imissed %" PRIu64
-                    " ierrors %" PRIu64 " oerrors %" PRIu64 " rx_nombuf %" PRIu64 "\n",
-                    cfg.ports[i].name.c_str(), es.ipackets, es.opackets, es.imissed, es.ierrors,
-                    es.oerrors, es.rx_nombuf);
-        rte_eth_dev_stop(eth_port[i]);
-        rte_eth_dev_close(eth_port[i]);
+    print_run_summary(stdout, cp->report(), elapsed);
+    for (const uint16_t pid : ports.eth_port) {
+        rte_eth_dev_stop(pid);
+        rte_eth_dev_close(pid);
     }
-    cp->print_summary(stdout);
-    const NeighborControl& nctl = cp->neighbor_control();
-    if (neighbors->size() != 0)
-        std::printf("neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64 "\n",
-                    nctl.probes_sent, nctl.probes_failed, nctl.expired);
-    uint64_t total_rx = 0, total_tx = 0;
-    for (unsigned w = 0; w < workers; ++w) {
-        const WorkerStats& st = *cp->stats(w);
-        uint64_t rx = 0, tx = 0;
-        for (size_t i = 0; i < nports; ++i) {
-            rx += st.rx_pkts[i].get();
-            tx += st.tx_pkts[i].get();
-        }
-        total_rx += rx;
-        total_tx += tx;
-        const uint64_t busy = st.busy_cycles.get(), idle = st.idle_cycles.get();
-        std::printf("worker %u: rx %" PRIu64 " pkts, busy %.1f cycles/pkt, %.1f%% busy\n", w, rx,
-                    rx ? static_cast<double>(busy) / static_cast<double>(rx) : 0.0,
-                    busy + idle
-                        ? 100.0 * static_cast<double>(busy) / static_cast<double>(busy + idle)
-                        : 0.0);
-    }
-    std::printf("forwarded: rx %" PRIu64 " tx %" PRIu64
-                " pkts in %.3f s: %.3f Mpps rx, %.3f Mpps tx\n",
-                total_rx, total_tx, elapsed, static_cast<double>(total_rx) / elapsed / 1e6,
-                static_cast<double>(total_tx) / elapsed / 1e6);
-    unsigned in_use = 0;
-    for (auto& [sock, mp] : pools) in_use += rte_mempool_in_use_count(mp);
-    std::printf("mbufs in use after shutdown: %u (at start: %u)\n", in_use, pool_start);
-    std::fflush(stdout);
     cp.reset();
     neighbors.reset();
     ring_cleanup.release();
-    for (auto& [sock, mp] : pools) rte_mempool_free(mp);
+    std::printf("mbufs in use after shutdown: %u (at start: %u)\n", ports.mbufs_in_use(),
+                ports.mbufs_at_start);
+    std::fflush(stdout);
     return 0;
 }
 

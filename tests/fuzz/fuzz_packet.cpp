@@ -13,6 +13,8 @@
 #include <memory>
 #include <vector>
 
+#include "dataplane/decap.h"
+#include "dataplane/encap.h"
 #include "dataplane/local.h"
 #include "dataplane/pipeline.h"
 #include "gateway/eal.h"
@@ -35,10 +37,11 @@ void check_parse_shortcut(const uint8_t* frame, uint32_t len) {
         std::abort();
 }
 
-bool same_verdict(const dscpgw::Verdict& a, const dscpgw::Verdict& b) {
+bool same_verdict(const dscpgw::Outcome& a, const dscpgw::Outcome& b) {
     return a.drop == b.drop && a.out_port == b.out_port && a.class_id == b.class_id &&
            a.tunnel_id == b.tunnel_id && a.dscp_in == b.dscp_in && a.dscp_out == b.dscp_out &&
-           a.decap == b.decap && a.dscp_rewritten == b.dscp_rewritten &&
+           a.outer_path == b.outer_path && a.dscp_rewritten == b.dscp_rewritten &&
+           (a.roce_bth == nullptr) == (b.roce_bth == nullptr) &&
            a.outer_remarked == b.outer_remarked && a.ce_marked == b.ce_marked &&
            a.tx_udp6_cksum == b.tx_udp6_cksum && a.local == b.local && a.pmtu == b.pmtu;
 }
@@ -72,14 +75,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::unique_ptr<uint8_t[]> cached(new uint8_t[headroom + len]);
     dscpgw::DecapCache cache;
     dscpgw::Frame fc{};
-    dscpgw::Verdict vc;
+    dscpgw::Outcome vc;
     for (int i = 0; i < 2; ++i) {
         std::memcpy(cached.get() + headroom, data + 1, len);
         fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom};
         vc = dscpgw::process_packet(*g_snap, port, fc, &cache);
     }
     dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom};
-    dscpgw::Verdict v = dscpgw::process_packet(*g_snap, port, f);
+    dscpgw::Outcome v = dscpgw::process_packet(*g_snap, port, f);
     if (!same_verdict(v, vc) || f.len != fc.len || f.headroom != fc.headroom ||
         std::memcmp(buf.get(), cached.get(), headroom + len) != 0)
         std::abort();
@@ -87,9 +90,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // The general path alone must give what the shortcut gave.
         std::memcpy(cached.get() + headroom, data + 1, len);
         fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom};
-        vc = g_snap->ports[port].role == dscpgw::PortRole::inner
-                 ? dscpgw::process_inner_general(*g_snap, port, fc)
-                 : dscpgw::process_outer_general(*g_snap, port, fc);
+        vc = dscpgw::Outcome{};
+        static_cast<dscpgw::Verdict&>(vc) =
+            g_snap->ports[port].role == dscpgw::PortRole::inner
+                ? dscpgw::process_inner_general(*g_snap, port, fc, vc)
+                : dscpgw::process_outer_general(*g_snap, port, fc, vc);
         if (!same_verdict(v, vc) || f.len != fc.len || f.headroom != fc.headroom ||
             std::memcmp(buf.get(), cached.get(), headroom + len) != 0)
             std::abort();

@@ -128,7 +128,7 @@ TEST(Config, MetricsAndControlSections) {
     }
 }
 
-// What a reload may change live, and what needs a restart (gateway/control.cpp refuses those).
+// What a reload may change live, and what needs a restart (gateway/control_thread.cpp refuses those).
 TEST(Config, RestartReasons) {
     const std::string base = std::string(kPorts) +
                              "[[classes]]\nname = \"c\"\nmatch = { udp_dst_port = 4791 }\n"

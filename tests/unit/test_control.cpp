@@ -8,12 +8,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "control/flows.h"
 #include "control/metrics.h"
+#include "control/render.h"
 #include "control/report.h"
 #include "control/socket.h"
 
@@ -47,24 +50,24 @@ TEST(NamedTotals, CountersFollowNamesAcrossReloads) {
     std::vector<WorkerStats*> ws{w0.get(), w1.get()};
     const std::vector<const WorkerStats*> cws{w0.get(), w1.get()};
     auto a = snap_with({"x", "y"}, {"t1", "t2"}, 0);
-    w0->bank[0].class_pkts[0].add(5);
-    w1->bank[0].class_pkts[1].add(7);
-    w1->bank[0].class_bytes[1].add(700);
-    w0->bank[0].class_pkts[kNoClass].add(3);
-    w0->bank[0].encap_pkts[1].add(11);
-    w1->bank[0].cnp_decap[1].add(2);
+    w0->bank[0].cls[ClassCounter::packets][0].add(5);
+    w1->bank[0].cls[ClassCounter::packets][1].add(7);
+    w1->bank[0].cls[ClassCounter::bytes][1].add(700);
+    w0->bank[0].cls[ClassCounter::packets][kNoClass].add(3);
+    w0->bank[0].tunnel[TunnelCounter::encap_packets][1].add(11);
+    w1->bank[0].tunnel[TunnelCounter::cnp_decap][1].add(2);
     NamedTotals t;
     EXPECT_EQ(t.classes(*a, cws)[1][0], 7u);
     auto b = snap_with({"y", "z"}, {"t2"}, 1);
     t.fold(*a, ws);
     for (WorkerStats* w : ws) {
-        EXPECT_EQ(w->bank[0].class_pkts[0].get(), 0u);
-        EXPECT_EQ(w->bank[0].class_pkts[1].get(), 0u);
-        EXPECT_EQ(w->bank[0].encap_pkts[1].get(), 0u);
+        EXPECT_EQ(w->bank[0].cls[ClassCounter::packets][0].get(), 0u);
+        EXPECT_EQ(w->bank[0].cls[ClassCounter::packets][1].get(), 0u);
+        EXPECT_EQ(w->bank[0].tunnel[TunnelCounter::encap_packets][1].get(), 0u);
     }
-    w0->bank[1].class_pkts[0].add(2);
-    w0->bank[1].class_bytes[0].add(200);
-    w0->bank[1].encap_pkts[0].add(1);
+    w0->bank[1].cls[ClassCounter::packets][0].add(2);
+    w0->bank[1].cls[ClassCounter::bytes][0].add(200);
+    w0->bank[1].tunnel[TunnelCounter::encap_packets][0].add(1);
     const auto c = t.classes(*b, cws);
     ASSERT_EQ(c.size(), 2u);
     EXPECT_EQ(c[0][0], 9u);    // y: 7 before the reload, 2 after.
@@ -73,8 +76,8 @@ TEST(NamedTotals, CountersFollowNamesAcrossReloads) {
     EXPECT_EQ(t.unclassified(*b, cws)[0], 3u);
     const auto tt = t.tunnels(*b, cws);
     ASSERT_EQ(tt.size(), 1u);
-    EXPECT_EQ(tt[0][kEncapPkts], 12u);
-    EXPECT_EQ(tt[0][kCnpDecap], 2u);
+    EXPECT_EQ(tt[0][TunnelCounter::encap_packets], 12u);
+    EXPECT_EQ(tt[0][TunnelCounter::cnp_decap], 2u);
     // "x" comes back in a later reload: it continues from where it was.
     auto c2 = snap_with({"x"}, {}, 0);
     t.fold(*b, ws);
@@ -200,7 +203,7 @@ TEST(Metrics, EveryDropReasonAndConventionalNames) {
     auto s = snap_with({"roce-cnp"}, {"az1"}, 0);
     auto w = std::make_unique<WorkerStats>();
     w->drops[static_cast<size_t>(DropReason::no_route)].add(4);
-    w->bank[0].class_pkts[0].add(3);
+    w->bank[0].cls[ClassCounter::packets][0].add(3);
     Report r;
     fill_counters(r, *s, NamedTotals{}, {w.get()});
     r.version = "t";
@@ -278,6 +281,106 @@ TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
     }
     std::string cmd = "rm -rf " + std::string(tmpl);
     EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
+}  // namespace
+}  // namespace dscpgw
+
+namespace dscpgw {
+namespace {
+
+// Every entry of every counter list reaches Prometheus (with its help), the ctl JSON (under its
+// field) and, where it names a column, the ctl table: the renderings derive from the lists.
+TEST(CounterLists, EveryEntryReachesEveryRendering) {
+    auto s = snap_with({"roce-cnp"}, {"az1"}, 0);
+    auto w = std::make_unique<WorkerStats>();
+    uint64_t v = 1000;
+    for (size_t e = 0; e < TunnelCounter::count; ++e) w->bank[0].tunnel[e][0].add(++v);
+    for (size_t e = 0; e < ClassCounter::count; ++e) w->bank[0].cls[e][0].add(++v);
+    for (size_t e = 0; e < PortCounter::count; ++e) w->port[e][0].add(++v);
+    for (size_t e = 0; e < DataplaneCounter::count; ++e) w->dataplane[e][0].add(++v);
+    for (size_t e = 0; e < WorkerCounter::count; ++e) w->worker[e][0].add(++v);
+    Report r;
+    fill_counters(r, *s, NamedTotals{}, {w.get()});
+    r.version = "t";
+    const std::string prom = prometheus::TextSerializer().Serialize(metric_families(r));
+    const std::string json = render_json(r, CtlCommand::stats);
+    const std::string text = render_text(r, CtlCommand::stats);
+    v = 1000;
+    const auto check = [&](const CounterInfo& c, const char* label) {
+        const std::string value = std::to_string(++v);
+        const std::string metric = "dscpgw_" + std::string(c.metric);
+        EXPECT_NE(prom.find("# HELP " + metric + " "), std::string::npos) << metric;
+        std::string sample = metric + "{";
+        if (!c.label.empty()) {
+            const std::string l(c.label);
+            sample += l.substr(0, l.find('=')) + "=\"" + l.substr(l.find('=') + 1) + "\",";
+        }
+        if (label != nullptr)
+            sample += label;
+        else if (sample.back() == '{')
+            sample.pop_back();
+        else
+            sample.back() = '}';
+        EXPECT_NE(prom.find(sample + (label != nullptr ? "} " : " ") + value + "\n"),
+                  std::string::npos)
+            << sample << " " << value << "\n"
+            << prom;
+        EXPECT_NE(json.find("\"" + std::string(c.field) + "\":" + value), std::string::npos)
+            << c.field;
+        if (!c.column.empty()) {
+            EXPECT_NE(text.find(std::string(c.column)), std::string::npos) << c.column;
+        }
+    };
+    for (const CounterInfo& c : TunnelCounter::info) check(c, "tunnel=\"az1\"");
+    for (const CounterInfo& c : ClassCounter::info) check(c, "class=\"roce-cnp\"");
+    for (const CounterInfo& c : PortCounter::info) check(c, "port=\"lan\"");
+    for (const CounterInfo& c : DataplaneCounter::info) check(c, nullptr);
+    for (const CounterInfo& c : WorkerCounter::info) check(c, "worker=\"0\"");
+}
+
+// The tables of docs/metrics.md and docs/packet-path.md are what the lists generate
+// (scripts/gen-docs.sh rewrites them).
+TEST(Docs, GeneratedTablesAreCurrent) {
+    for (const char* page : {"docs/metrics.md", "docs/packet-path.md"}) {
+        const std::string path = std::string(DSCPGW_SOURCE_ROOT) + "/" + page;
+        std::ifstream in(path);
+        ASSERT_TRUE(in) << path;
+        std::stringstream ss;
+        ss << in.rdbuf();
+        EXPECT_NE(ss.str().find("<!-- generated: "), std::string::npos) << page;
+        EXPECT_EQ(regenerate_docs(ss.str()), ss.str())
+            << page << " is stale: run scripts/gen-docs.sh";
+    }
+    const std::string table = metrics_doc_table();
+    Report r;
+    for (const auto& f : metric_families(r))
+        EXPECT_NE(table.find("| `" + f.name + "` |"), std::string::npos) << f.name;
+}
+
+TEST(CtlCommands, ParsedFromTheOneList) {
+    CtlRequest q;
+    std::string err;
+    ASSERT_TRUE(parse_ctl_request("flows --top 5 --json", q, err)) << err;
+    EXPECT_EQ(q.cmd, CtlCommand::flows);
+    EXPECT_EQ(q.top, 5u);
+    EXPECT_TRUE(q.json);
+    ASSERT_TRUE(parse_ctl_request("  stats  ", q, err)) << err;
+    EXPECT_EQ(q.cmd, CtlCommand::stats);
+    EXPECT_FALSE(q.json);
+    EXPECT_FALSE(parse_ctl_request("", q, err));
+    EXPECT_NE(err.find("empty request"), std::string::npos);
+    EXPECT_FALSE(parse_ctl_request("bogus", q, err));
+    EXPECT_NE(err.find("unknown command \"bogus\""), std::string::npos);
+    EXPECT_NE(err.find(ctl_synopsis()), std::string::npos) << "the usage lists the commands";
+    EXPECT_FALSE(parse_ctl_request("reload now", q, err));
+    EXPECT_FALSE(parse_ctl_request("stats --top 3", q, err)) << "--top is flows' only";
+    EXPECT_FALSE(parse_ctl_request("flows --top 0", q, err));
+    EXPECT_FALSE(parse_ctl_request("flows --top 10001", q, err));
+    for (const CtlCommandInfo& c : kCtlCommands) {
+        EXPECT_NE(ctl_synopsis().find(std::string(c.name)), std::string::npos);
+        EXPECT_NE(ctl_help("  ").find(std::string(c.help)), std::string::npos);
+    }
 }
 
 }  // namespace

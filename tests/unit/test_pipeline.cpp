@@ -109,7 +109,7 @@ class Pipeline : public ::testing::Test {
     }
 
     struct Out {
-        Verdict v;
+        Outcome v;
         Bytes bytes;
     };
     static Out run(uint16_t port, const Bytes& in, size_t headroom = 128) {
@@ -410,7 +410,7 @@ TEST(Neighbors, LearnedFromArpAndNa) {
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
     auto run_on = [&](uint16_t port, const Bytes& in, Bytes* out = nullptr) {
         test::TestFrame t(in);
-        const Verdict v = process_packet(*snap, port, t.frame);
+        const Outcome v = process_packet(*snap, port, t.frame);
         if (out != nullptr) *out = t.bytes();
         return v;
     };
@@ -489,7 +489,7 @@ routes = ["10.20.0.0/16"]
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
     auto run_on = [&](uint16_t port, const Bytes& in, Bytes* out = nullptr) {
         test::TestFrame t(in);
-        const Verdict v = process_packet(*snap, port, t.frame);
+        const Outcome v = process_packet(*snap, port, t.frame);
         if (out != nullptr) *out = t.bytes();
         return v;
     };
@@ -600,7 +600,7 @@ TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
     NeighborTable table;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
     test::TestFrame t(roce4("10.10.0.5", "10.30.0.9", 0x02));
-    const Verdict v = process_packet(*snap, kLan, t.frame);
+    const Outcome v = process_packet(*snap, kLan, t.frame);
     ASSERT_EQ(v.drop, DropReason::none);
     EXPECT_TRUE(v.tx_udp6_cksum);
     const Bytes out = t.bytes();
@@ -617,7 +617,7 @@ TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
 TEST_F(Pipeline, NoHeadroomLeavesFrameUntouched) {
     const Bytes in = roce4("10.10.0.5", "10.20.0.9", 26 << 2);
     test::TestFrame t(in, 10);
-    const Verdict v = process_packet(*snap_, kLan, t.frame);
+    const Outcome v = process_packet(*snap_, kLan, t.frame);
     EXPECT_EQ(v.drop, DropReason::no_headroom);
     EXPECT_EQ(t.bytes(), in);
 }
@@ -654,15 +654,15 @@ TEST(Burst, CountsAndMultiSegmentDropped) {
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0]->pkt_len, 50u + 14 + 20 + 8 + 12 + 32);
     EXPECT_EQ(out[0]->data_len, out[0]->pkt_len);
-    EXPECT_EQ(st->rx_pkts[kLan].get(), 4u);
-    EXPECT_EQ(st->bank[0].class_pkts[0].get(), 1u);
-    EXPECT_EQ(st->bank[0].class_pkts[1].get(), 2u);
-    EXPECT_EQ(st->bank[0].class_bytes[1].get(), 2u * (14 + 20 + 8 + 12 + 32))
+    EXPECT_EQ(st->port[PortCounter::rx_packets][kLan].get(), 4u);
+    EXPECT_EQ(st->bank[0].cls[ClassCounter::packets][0].get(), 1u);
+    EXPECT_EQ(st->bank[0].cls[ClassCounter::packets][1].get(), 2u);
+    EXPECT_EQ(st->bank[0].cls[ClassCounter::bytes][1].get(), 2u * (14 + 20 + 8 + 12 + 32))
         << "bytes as received, before encapsulation";
-    EXPECT_EQ(st->bank[0].encap_pkts[0].get(), 2u);
+    EXPECT_EQ(st->bank[0].tunnel[TunnelCounter::encap_packets][0].get(), 2u);
     EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::no_route)].get(), 1u);
     EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::multi_segment)].get(), 1u);
-    EXPECT_EQ(st->dscp_rewrites.get(), 3u);
+    EXPECT_EQ(st->dataplane[DataplaneCounter::dscp_rewrites][0].get(), 3u);
     for (rte_mbuf* m : out) rte_pktmbuf_free(m);
     EXPECT_EQ(rte_mempool_avail_count(pool), start) << "dropped packets are freed, none leaked";
     rte_mempool_free(pool);

@@ -1,4 +1,4 @@
-#include "gateway/control.h"
+#include "gateway/control_thread.h"
 
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
@@ -18,6 +18,8 @@
 #include <stdexcept>
 
 #include "control/metrics.h"
+#include "control/render.h"
+#include "control/telemetry.h"
 #include "dataplane/neighbor.h"
 
 #ifndef DSCPGW_VERSION
@@ -66,7 +68,8 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
         stats_.push_back(std::make_unique<WorkerStats>());
         stats_ptrs_.push_back(stats_.back().get());
         if (setup_.cfg.flow_entries != 0)
-            flows_.push_back(std::make_unique<FlowTable>(setup_.cfg.flow_entries));
+            flows_.push_back(std::make_unique<FlowTable>(
+                setup_.cfg.flow_entries, stats_.back()->worker[WorkerCounter::flow_evictions]));
     }
     published_.store(setup_.snap.get(), std::memory_order_release);
     start_time_ = last_reload_time_ = unix_now();
@@ -103,14 +106,9 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
     static bool registered = false;  // rte_telemetry cannot unregister; once per process.
     if (!registered) {
         registered = true;
-        rte_telemetry_register_cmd("/dscpgw/stats", telemetry,
-                                   "dscpgw counters: totals, drops by reason, per class and port");
-        rte_telemetry_register_cmd("/dscpgw/tunnels", telemetry,
-                                   "dscpgw tunnels with their counters");
-        rte_telemetry_register_cmd("/dscpgw/classes", telemetry,
-                                   "dscpgw classes: DSCP set, packets, bytes");
-        rte_telemetry_register_cmd("/dscpgw/config", telemetry,
-                                   "dscpgw running configuration: file, generation, last reload");
+        for (const TelemetryCommand& c : kTelemetryCommands)
+            rte_telemetry_register_cmd(std::string(c.path).c_str(), telemetry,
+                                       std::string(c.help).c_str());
     }
     log_line("control socket " + server_->path());
 }
@@ -148,14 +146,10 @@ Report ControlPlane::gather(bool with_flows) {
         PortReport& p = r.ports[i];
         rte_eth_stats es{};
         if (rte_eth_stats_get(setup_.eth_port[i], &es) == 0) {
-            p.eth_ipackets = es.ipackets;
-            p.eth_opackets = es.opackets;
-            p.eth_ibytes = es.ibytes;
-            p.eth_obytes = es.obytes;
-            p.eth_ierrors = es.ierrors;
-            p.eth_oerrors = es.oerrors;
-            p.eth_imissed = es.imissed;
-            p.eth_rx_nombuf = es.rx_nombuf;
+#define DSCPGW_X(field, metric, label, unit, column, help, member) \
+    p.dev[DeviceCounter::field] = es.member;
+            DSCPGW_DEVICE_COUNTERS(DSCPGW_X)
+#undef DSCPGW_X
         }
         rte_eth_link link{};
         if (rte_eth_link_get_nowait(setup_.eth_port[i], &link) == 0) {
@@ -163,10 +157,8 @@ Report ControlPlane::gather(bool with_flows) {
             p.speed_mbps = link.link_status ? link.link_speed : 0;
         }
     }
-    for (size_t w = 0; w < r.workers.size(); ++w) {
+    for (size_t w = 0; w < r.workers.size(); ++w)
         r.workers[w].lcore = w < setup_.worker_lcores.size() ? setup_.worker_lcores[w] : 0;
-        if (!flows_.empty()) r.workers[w].flow_evictions = flows_[w]->evictions();
-    }
     for (size_t t = 0; t < s.tunnels.size(); ++t) {
         TunnelReport& tr = r.tunnels[t];
         const TunnelConf& tc = s.tunnels[t];
@@ -234,14 +226,20 @@ bool ControlPlane::reload_locked(std::string& msg) {
     }
     for (size_t i = 0; i < next.ports.size(); ++i)
         next.ports[i].tx_udp_cksum_offload = setup_.cfg.ports[i].tx_udp_cksum_offload;
-    std::unique_ptr<Snapshot> snap;
+    // Compiling touches nothing live; what the snapshot needs besides itself is staged in `build`.
+    SnapshotBuild build;
     try {
-        snap = build_snapshot(next, setup_.macs, *setup_.neighbors);
+        build = compile_snapshot(next, setup_.macs, *setup_.neighbors);
     } catch (const std::exception& e) {
         return fail(e.what());
     }
-    // Last, as it touches the devices: a port MTU change (the snapshot's MTU checks follow it).
+    // The last step that may refuse, as it touches the devices: a port MTU change (rolled back
+    // on failure; the snapshot's MTU checks follow it).
     if (std::string err; !apply_mtus(next, err)) return fail(err);
+    // Accepted: from here nothing fails. The staged neighbors go live before the snapshot that
+    // points at them.
+    std::unique_ptr<Snapshot> snap = std::move(build.snap);
+    build.neighbors.apply(*setup_.neighbors, *snap);
     snap->bank = static_cast<uint8_t>(setup_.snap->bank ^ 1);
     snap->generation = setup_.snap->generation + 1;
     // Publish, then wait until every worker has finished the poll it may have begun under the
@@ -296,53 +294,19 @@ bool ControlPlane::apply_mtus(const Config& next, std::string& err) {
 }
 
 std::string ControlPlane::handle(const std::string& request, bool& ok) {
-    std::istringstream in(request);
-    std::vector<std::string> words;
-    for (std::string w; in >> w;) words.push_back(w);
-    static const char* kUsage =
-        "commands: status | stats | tunnels | classes | neighbors | flows [--top N] | reload; "
-        "--json after a view command gives JSON\n";
-    if (words.empty()) {
+    CtlRequest req;
+    std::string err;
+    if (!parse_ctl_request(request, req, err)) {
         ok = false;
-        return std::string("empty request; ") + kUsage;
+        return err;
     }
-    const std::string cmd = words[0];
-    if (cmd == "reload") {
-        if (words.size() != 1) {
-            ok = false;
-            return "reload takes no arguments\n";
-        }
+    if (req.cmd == CtlCommand::reload) {
         std::string msg;
         ok = reload(msg);
         return msg + (ok ? "" : "\n");
     }
-    bool json = false;
-    size_t top = 20;
-    for (size_t i = 1; i < words.size(); ++i) {
-        if (words[i] == "--json") {
-            json = true;
-        } else if (words[i] == "--top" && cmd == "flows" && i + 1 < words.size()) {
-            char* end = nullptr;
-            const unsigned long n = std::strtoul(words[i + 1].c_str(), &end, 10);
-            if (*end != '\0' || n == 0 || n > 10000) {
-                ok = false;
-                return "--top needs a number 1..10000\n";
-            }
-            top = n;
-            ++i;
-        } else {
-            ok = false;
-            return "unknown argument \"" + words[i] + "\" for " + cmd + "\n";
-        }
-    }
-    if (cmd != "status" && cmd != "stats" && cmd != "tunnels" && cmd != "classes" &&
-        cmd != "neighbors" && cmd != "flows") {
-        ok = false;
-        return "unknown command \"" + cmd + "\"; " + kUsage;
-    }
     std::lock_guard<std::mutex> g(mu_);
-    const Report r = gather(cmd == "flows");
-    return json ? render_json(r, cmd, top) : render_text(r, cmd, top);
+    return render(gather(req.cmd == CtlCommand::flows), req);
 }
 
 void ControlPlane::periodic() {
@@ -365,7 +329,8 @@ void ControlPlane::periodic() {
             for (size_t t = 0; t < tt.size(); ++t) {
                 const std::string& name = setup_.snap->tunnels[t].name;
                 auto& prev = cnp_prev_[name];
-                const std::pair<uint64_t, uint64_t> cur{tt[t][kCnpEncap], tt[t][kCnpDecap]};
+                const std::pair<uint64_t, uint64_t> cur{tt[t][TunnelCounter::cnp_encap],
+                                                        tt[t][TunnelCounter::cnp_decap]};
                 if (dt > 0)
                     cnp_rate_[name] = {static_cast<double>(cur.first - prev.first) / dt,
                                        static_cast<double>(cur.second - prev.second) / dt};
@@ -399,11 +364,9 @@ void ControlPlane::run_once(int wait_ms) {
     periodic();
 }
 
-void ControlPlane::print_summary(std::FILE* out) {
+Report ControlPlane::report() {
     std::lock_guard<std::mutex> g(mu_);
-    const Report r = gather(false);
-    print_counters(out, r);
-    print_neighbors(out, *setup_.neighbors, *setup_.snap);
+    return gather(false);
 }
 
 int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
@@ -411,95 +374,7 @@ int ControlPlane::telemetry(const char* cmd, const char*, rte_tel_data* d) {
     ControlPlane* cp = g_instance;
     if (cp == nullptr) return -EAGAIN;
     std::lock_guard<std::mutex> g(cp->mu_);
-    const Report r = cp->gather(false);
-    const std::string c = cmd;
-    rte_tel_data_start_dict(d);
-    // Telemetry names may hold only [A-Za-z0-9_/]; a class called "roce-cnp" shows as roce_cnp.
-    const auto key = [](const std::string& k) {
-        std::string o = k.substr(0, RTE_TEL_MAX_STRING_LEN - 1);
-        for (char& ch : o)
-            if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '/') ch = '_';
-        return o;
-    };
-    const auto u64 = [&](rte_tel_data* t, const std::string& k, uint64_t v) {
-        if (t != nullptr) rte_tel_data_add_dict_u64(t, key(k).c_str(), v);
-    };
-    const auto str = [&](rte_tel_data* t, const std::string& k, const std::string& v) {
-        if (t != nullptr)
-            rte_tel_data_add_dict_string(t, key(k).c_str(),
-                                         v.substr(0, RTE_TEL_MAX_STRING_LEN - 1).c_str());
-    };
-    // A nested dict, added to `t` under `name` once filled (it is freed with the reply).
-    const auto sub = [] {
-        rte_tel_data* x = rte_tel_data_alloc();
-        if (x != nullptr) rte_tel_data_start_dict(x);
-        return x;
-    };
-    const auto dict = [&](rte_tel_data* t, const std::string& name, rte_tel_data* x) {
-        if (x != nullptr && rte_tel_data_add_dict_container(t, key(name).c_str(), x, 0) != 0)
-            rte_tel_data_free(x);
-    };
-    if (c == "/dscpgw/stats") {
-        u64(d, "generation", r.generation);
-        u64(d, "dscp_rewrites", r.dscp_rewrites);
-        u64(d, "icmp_too_big_sent", r.icmp_too_big_sent);
-        u64(d, "tx_failed", r.tx_failed);
-        u64(d, "mbufs_in_use", r.mbufs_in_use);
-        u64(d, "unclassified_packets", r.unclassified[0]);
-        rte_tel_data* drops = sub();
-        for (const auto& [name, v] : r.drops) u64(drops, name, v);
-        dict(d, "drops", drops);
-        rte_tel_data* cp_ = sub();
-        rte_tel_data* cb = sub();
-        for (const ClassReport& k : r.classes) {
-            u64(cp_, k.name, k.t[0]);
-            u64(cb, k.name, k.t[1]);
-        }
-        dict(d, "class_packets", cp_);
-        dict(d, "class_bytes", cb);
-        rte_tel_data* rx = sub();
-        rte_tel_data* tx = sub();
-        for (const PortReport& p : r.ports) {
-            u64(rx, p.name, p.rx_pkts);
-            u64(tx, p.name, p.tx_pkts);
-        }
-        dict(d, "port_rx_packets", rx);
-        dict(d, "port_tx_packets", tx);
-    } else if (c == "/dscpgw/tunnels") {
-        for (const TunnelReport& t : r.tunnels) {
-            rte_tel_data* x = sub();
-            str(x, "type", t.type);
-            u64(x, "vni", t.vni);
-            str(x, "remote", t.remote);
-            u64(x, "encap_packets", t.t[kEncapPkts]);
-            u64(x, "encap_bytes", t.t[kEncapBytes]);
-            u64(x, "decap_packets", t.t[kDecapPkts]);
-            u64(x, "decap_bytes", t.t[kDecapBytes]);
-            u64(x, "outer_dscp_remarked", t.t[kOuterRemarked]);
-            u64(x, "ecn_ce_marked", t.t[kEcnCeMarked]);
-            u64(x, "cnp_encap", t.t[kCnpEncap]);
-            u64(x, "cnp_decap", t.t[kCnpDecap]);
-            dict(d, t.name, x);
-        }
-    } else if (c == "/dscpgw/classes") {
-        for (const ClassReport& k : r.classes) {
-            rte_tel_data* x = sub();
-            if (x != nullptr) rte_tel_data_add_dict_int(x, "dscp", k.set_dscp);
-            u64(x, "packets", k.t[0]);
-            u64(x, "bytes", k.t[1]);
-            dict(d, k.name, x);
-        }
-    } else {  // /dscpgw/config
-        str(d, "path", r.config_path);
-        u64(d, "generation", r.generation);
-        str(d, "last_reload_result", r.last_reload_ok ? "success" : "failure");
-        str(d, "last_reload_error", r.last_reload_error.substr(0, r.last_reload_error.find('\n')));
-        u64(d, "reloads_ok", r.reloads_ok);
-        u64(d, "reloads_failed", r.reloads_failed);
-        u64(d, "classes", r.classes.size());
-        u64(d, "tunnels", r.tunnels.size());
-        str(d, "version", r.version);
-    }
+    render_telemetry(cp->gather(false), cmd, d);
     return 0;
 }
 

@@ -1,4 +1,4 @@
-// The control thread of `dscpgw run`: owns the running config and snapshot, reloads (control
+// The control thread of `dscpgw run` (the EAL-free parts are in control/): owns the running config and snapshot, reloads (control
 // socket, SIGHUP), neighbor probing, flow sampling, and serves the control socket, the Prometheus
 // endpoint and DPDK telemetry. Workers never wait on it; it waits on them only in
 // rte_rcu_qsbr_synchronize() after publishing a snapshot, which takes one poll of each worker.
@@ -65,9 +65,9 @@ class ControlPlane {
     // after `origin` ("SIGHUP: " or nothing).
     bool reload(std::string& msg, const std::string& origin = "");
 
-    // The final summary (`run` prints it on exit).
-    void print_summary(std::FILE* out);
-    const NeighborControl& neighbor_control() const { return setup_.nctl; }
+    // Everything the control plane knows, as ctl, Prometheus, telemetry and the exit summary
+    // render it (flows excepted).
+    Report report();
 
     // Telemetry callbacks (rte_telemetry has no user pointer: they find the one instance).
     static int telemetry(const char* cmd, const char* params, rte_tel_data* d);

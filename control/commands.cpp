@@ -1,0 +1,68 @@
+#include "control/commands.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+namespace dscpgw {
+
+std::string ctl_synopsis() {
+    std::string o;
+    for (const CtlCommandInfo& c : kCtlCommands)
+        o += (o.empty() ? "" : " | ") + std::string(c.name) + std::string(c.args);
+    return o;
+}
+
+std::string ctl_help(const char* indent) {
+    std::string o;
+    for (const CtlCommandInfo& c : kCtlCommands) {
+        std::string head = std::string(c.name) + std::string(c.args);
+        head.resize(std::max<size_t>(head.size() + 1, 20), ' ');
+        o += indent + head + std::string(c.help) + "\n";
+    }
+    return o;
+}
+
+bool parse_ctl_request(const std::string& line, CtlRequest& req, std::string& err) {
+    std::istringstream in(line);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    const std::string usage =
+        "commands: " + ctl_synopsis() + "; --json after a view command gives JSON\n";
+    if (words.empty()) {
+        err = "empty request; " + usage;
+        return false;
+    }
+    size_t c = 0;
+    while (c < std::size(kCtlCommands) && kCtlCommands[c].name != words[0]) ++c;
+    if (c == std::size(kCtlCommands)) {
+        err = "unknown command \"" + words[0] + "\"; " + usage;
+        return false;
+    }
+    req = CtlRequest{};
+    req.cmd = static_cast<CtlCommand>(c);
+    if (req.cmd == CtlCommand::reload && words.size() != 1) {
+        err = "reload takes no arguments\n";
+        return false;
+    }
+    for (size_t i = 1; i < words.size(); ++i) {
+        if (words[i] == "--json") {
+            req.json = true;
+        } else if (words[i] == "--top" && req.cmd == CtlCommand::flows && i + 1 < words.size()) {
+            char* end = nullptr;
+            const unsigned long n = std::strtoul(words[i + 1].c_str(), &end, 10);
+            if (*end != '\0' || n == 0 || n > 10000) {
+                err = "--top needs a number 1..10000\n";
+                return false;
+            }
+            req.top = n;
+            ++i;
+        } else {
+            err = "unknown argument \"" + words[i] + "\" for " + words[0] + "\n";
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace dscpgw

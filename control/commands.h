@@ -1,0 +1,51 @@
+// The `dscpgw ctl` commands: one list, from which the control thread parses requests, `dscpgw ctl`
+// and the control socket print their usage, and the renderers take their view.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace dscpgw {
+
+// X(name, arguments, what it shows or does)
+#define DSCPGW_CTL_COMMANDS(X)                                                                  \
+    X(status, "", "the gateway: version, configuration generation, last reload, ports")         \
+    X(stats, "", "counters: ports, classes, tunnels, drops, local traffic, workers")            \
+    X(tunnels, "", "tunnels: type, VNI, endpoints, ports, next hop")                            \
+    X(classes, "", "classes: the DSCP each sets, packets and bytes")                            \
+    X(neighbors, "", "next hops and LAN hosts resolved by ARP/ND")                              \
+    X(flows, " [--top N]", "the heaviest and the most congested RoCE conversations (N: 1..10000)") \
+    X(reload, "", "re-read the configuration file and apply it without a restart, or refuse it")
+
+enum class CtlCommand : uint8_t {
+#define DSCPGW_X(name, args, help) name,
+    DSCPGW_CTL_COMMANDS(DSCPGW_X)
+#undef DSCPGW_X
+        count_
+};
+
+struct CtlCommandInfo {
+    std::string_view name, args, help;
+};
+inline constexpr CtlCommandInfo kCtlCommands[] = {
+#define DSCPGW_X(name, args, help) {#name, args, help},
+    DSCPGW_CTL_COMMANDS(DSCPGW_X)
+#undef DSCPGW_X
+};
+
+struct CtlRequest {
+    CtlCommand cmd = CtlCommand::status;
+    bool json = false;  // Views only: JSON instead of a table.
+    size_t top = 20;    // flows: how many of each.
+};
+
+// Parses one request line ("flows --top 5 --json"); false with `err` (a line for the operator)
+// when it is not one.
+bool parse_ctl_request(const std::string& line, CtlRequest& req, std::string& err);
+
+// "status | stats | ... | flows [--top N] | reload", and the same as an indented list with help.
+std::string ctl_synopsis();
+std::string ctl_help(const char* indent);
+
+}  // namespace dscpgw

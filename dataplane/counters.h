@@ -1,0 +1,183 @@
+// The counter families: each is one list, and everything else about a counter derives from its
+// entry. An entry X(field, metric, label, unit, column, help) gives
+//   field   the index into the family's per-worker array and its key in `ctl --json` and telemetry;
+//   metric  the Prometheus family, without the `dscpgw_` prefix; entries sharing one are samples of
+//           one family, told apart by
+//   label   "name=value" added to the entry's samples (empty: none);
+//   unit    what one count is (packets, bytes, cycles, ...);
+//   column  its column in the `ctl` text table (empty: JSON, telemetry and Prometheus only);
+//   help    one line: the Prometheus HELP and the docs' table (docs/metrics.md is generated).
+// Adding a counter is one entry here plus its increment; storage, reset, aggregation across
+// workers and reloads, the Prometheus families, the ctl columns and keys, telemetry and the docs
+// follow (control/report.h, control/metrics.cpp, control/render.cpp, control/telemetry.cpp).
+// Names are a contract: add, never rename.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace dscpgw {
+
+// Per tunnel, in the snapshot's counter bank (kept per tunnel name across reloads).
+#define DSCPGW_TUNNEL_COUNTERS(X)                                                                 \
+    X(encap_packets, "tunnel_encap_packets_total", "", "packets", "ENCAP_PKTS",                   \
+      "Packets encapsulated into the tunnel.")                                                    \
+    X(encap_bytes, "tunnel_encap_bytes_total", "", "bytes", "",                                   \
+      "Bytes sent into the tunnel, outer headers included.")                                      \
+    X(decap_packets, "tunnel_decap_packets_total", "", "packets", "DECAP_PKTS",                   \
+      "Packets decapsulated from the tunnel.")                                                    \
+    X(decap_bytes, "tunnel_decap_bytes_total", "", "bytes", "",                                   \
+      "Bytes of the inner frames out of the tunnel.")                                             \
+    X(outer_dscp_remarked, "tunnel_outer_dscp_remarked_total", "", "packets", "BLEACHED",         \
+      "Tunnel packets whose outer DSCP differs from the one the far end sets: a network in "      \
+      "between bleached or rewrote it, and RoCE lost its priority in transit.")                   \
+    X(ecn_ce_marked, "tunnel_ecn_ce_marked_total", "", "packets", "CE",                           \
+      "Inner ECT packets marked CE on decapsulation because the outer header carried CE "         \
+      "(RFC 6040): congestion in the underlay, passed on to the receiver.")                       \
+    X(cnp_encap, "tunnel_cnp_packets_total", "direction=encap", "packets", "CNP_IN",              \
+      "RoCEv2 congestion notification packets (BTH opcode 0x81) through the tunnel, by "          \
+      "direction: encap = sent to the far side (congestion on this side), decap = received "     \
+      "from it (congestion there).")                                                              \
+    X(cnp_decap, "tunnel_cnp_packets_total", "direction=decap", "packets", "CNP_OUT",             \
+      "RoCEv2 CNPs received from the far side: its receivers slow our senders down.")
+
+// Per class, in the snapshot's counter bank; index kNoClass counts the packets no class matched.
+#define DSCPGW_CLASS_COUNTERS(X)                                                  \
+    X(packets, "class_packets_total", "", "packets", "PACKETS",                   \
+      "Packets classified into the class on the inner path, counted as received.") \
+    X(bytes, "class_bytes_total", "", "bytes", "BYTES",                           \
+      "Bytes of the packets classified into the class, as received.")
+
+// Per port, what the workers moved.
+#define DSCPGW_PORT_COUNTERS(X)                                                                \
+    X(rx_packets, "port_dataplane_rx_packets_total", "", "packets", "RX_PKTS",                 \
+      "Packets the workers took from the port's RX queues.")                                   \
+    X(rx_bytes, "port_dataplane_rx_bytes_total", "", "bytes", "RX_BYTES",                      \
+      "Bytes of the packets the workers took from the port's RX queues.")                      \
+    X(tx_packets, "port_dataplane_tx_packets_total", "", "packets", "TX_PKTS",                 \
+      "Packets the workers handed to the port's TX queues and the device accepted.")           \
+    X(tx_bytes, "port_dataplane_tx_bytes_total", "", "bytes", "TX_BYTES",                      \
+      "Bytes of the packets the workers handed to the port and the device accepted.")
+
+// Gateway-wide, summed over the workers.
+#define DSCPGW_DATAPLANE_COUNTERS(X)                                                              \
+    X(dscp_rewrites, "dscp_rewrites_total", "", "packets", "DSCP_REWRITES",                       \
+      "Packets whose DSCP the gateway rewrote (class marking on encap, DSCP policy on decap).")   \
+    X(icmp_too_big_sent, "icmp_too_big_sent_total", "", "packets", "ICMP_TOO_BIG",                \
+      "ICMP Fragmentation Needed / Packet Too Big messages sent for path MTU discovery.")         \
+    X(icmp_rate_limited, "icmp_rate_limited_total", "", "packets", "ICMP_LIMITED",                \
+      "ICMP errors not sent because of [gateway] icmp_rate.")                                     \
+    X(tx_failed, "tx_failed_total", "", "packets", "TX_FAILED",                                   \
+      "Packets the dataplane sent that the port's TX queue refused (freed): the port is full.")
+
+// Per worker.
+#define DSCPGW_WORKER_COUNTERS(X)                                                                 \
+    X(rx_packets, "worker_packets_total", "", "packets", "RX_PKTS",                               \
+      "Packets the worker received (busy cycles divided by packets is cycles per packet).")                  \
+    X(busy_cycles, "worker_busy_cycles_total", "", "cycles", "",                                  \
+      "TSC cycles the worker spent on polls that received packets.")                              \
+    X(idle_cycles, "worker_idle_cycles_total", "", "cycles", "",                                  \
+      "TSC cycles the worker spent on empty polls.")                                              \
+    X(polls, "worker_polls_total", "", "polls", "POLLS", "Poll loop iterations of the worker.")  \
+    X(flow_evictions, "worker_flow_evictions_total", "", "flows", "EVICTIONS",                    \
+      "RoCE conversations the worker's flow table evicted to make room (raise [metrics] flows " \
+      "if it grows steadily).")
+
+// Frames for the gateway's own addresses, by what became of them: X(name, kind, help), counted
+// in `local_replies_total{kind}`.
+#define DSCPGW_LOCAL_REPLIES(X)                                                            \
+    X(arp, "arp_reply", "ARP requests for a port's IPv4 address, answered.")               \
+    X(icmp_echo, "icmp_echo_reply", "ICMP echo requests to a port's address, answered.")   \
+    X(nd_advert, "nd_advert", "Neighbor Solicitations for a port's IPv6 address, answered.") \
+    X(icmp6_echo, "icmp6_echo_reply", "ICMPv6 echo requests to a port's address, answered.") \
+    X(learned, "neighbor_learned",                                                         \
+      "ARP or Neighbor Discovery that told a neighbor's MAC, consumed (nothing sent).")
+
+// One counter of a family, as the lists above describe it.
+struct CounterInfo {
+    std::string_view field, metric, label, unit, column, help;
+};
+
+#define DSCPGW_COUNTER_ENUM(field, ...) field,
+#define DSCPGW_COUNTER_INFO(field, metric, label, unit, column, help) \
+    CounterInfo{#field, metric, label, unit, column, help},
+
+// Family F: F::count entries, indexed by F::field, described by F::info.
+#define DSCPGW_FAMILY(Name, LIST)                                                  \
+    struct Name {                                                                  \
+        enum : size_t { LIST(DSCPGW_COUNTER_ENUM) count };                         \
+        static constexpr CounterInfo info[count] = {LIST(DSCPGW_COUNTER_INFO)};    \
+    };
+
+DSCPGW_FAMILY(TunnelCounter, DSCPGW_TUNNEL_COUNTERS)
+DSCPGW_FAMILY(ClassCounter, DSCPGW_CLASS_COUNTERS)
+DSCPGW_FAMILY(PortCounter, DSCPGW_PORT_COUNTERS)
+DSCPGW_FAMILY(DataplaneCounter, DSCPGW_DATAPLANE_COUNTERS)
+DSCPGW_FAMILY(WorkerCounter, DSCPGW_WORKER_COUNTERS)
+
+// Replies the gateway makes to traffic for its own addresses (dataplane/local.h); `learned`: an
+// ARP/ND packet told a neighbor's MAC and was consumed.
+enum class LocalReply : uint8_t {
+    none,
+#define DSCPGW_X(name, kind, help) name,
+    DSCPGW_LOCAL_REPLIES(DSCPGW_X)
+#undef DSCPGW_X
+        count_
+};
+inline constexpr size_t kLocalReplyCount = static_cast<size_t>(LocalReply::count_);
+struct LocalReplyInfo {
+    std::string_view name, help;
+};
+inline constexpr LocalReplyInfo kLocalReplyInfo[kLocalReplyCount] = {{"none", "not local"},
+#define DSCPGW_X(name, kind, help) {kind, help},
+                                                                     DSCPGW_LOCAL_REPLIES(DSCPGW_X)
+#undef DSCPGW_X
+};
+
+// Totals of one family's counters for one item (a tunnel, a class, a port, a worker).
+template <typename Family>
+using Totals = std::array<uint64_t, Family::count>;
+
+template <typename A>
+void add_to(A& a, const A& b) {
+    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+}
+
+// A single-writer counter: relaxed load+store compiles to a plain add, yet a concurrent reader
+// sees a whole value and the program has no data race.
+class Counter {
+  public:
+    void add(uint64_t n) {
+        v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+    void inc() { add(1); }
+    uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+    // Only while no worker can write it: the control thread clears a retired bank.
+    void reset() { v_.store(0, std::memory_order_relaxed); }
+
+  private:
+    std::atomic<uint64_t> v_{0};
+};
+
+// A family's counters for N items: block[Family::field][item].
+template <typename Family, size_t N>
+struct CounterBlock {
+    Counter c[Family::count][N];
+
+    Counter* operator[](size_t field) { return c[field]; }
+    const Counter* operator[](size_t field) const { return c[field]; }
+    Totals<Family> totals(size_t item) const {
+        Totals<Family> t{};
+        for (size_t f = 0; f < Family::count; ++f) t[f] = c[f][item].get();
+        return t;
+    }
+    void reset() {
+        for (auto& row : c)
+            for (Counter& x : row) x.reset();
+    }
+};
+
+}  // namespace dscpgw

@@ -1,0 +1,272 @@
+// Outer -> inner. The shortcut and the general path differ in how they parse and when they
+// decline; once the tunnel is known and the inner frame parsed they share decap_tail().
+#include "dataplane/decap.h"
+
+#include <rte_hash.h>
+
+#include <cstring>
+
+#include "dataplane/local.h"
+#include "dataplane/neighbor.h"
+#include "dataplane/wire.h"
+
+namespace dscpgw {
+
+using namespace wire;
+
+namespace {
+
+// The RFC 6040 section 4.2 decapsulation table (normal mode). Returns the inner ECN to emit, or
+// -1 when the packet must be dropped.
+int rfc6040_decap(uint8_t outer_ecn, uint8_t inner_ecn) {
+    if (outer_ecn == kEcnCe) return inner_ecn == kEcnNotEct ? -1 : kEcnCe;
+    if (outer_ecn == kEcnEct1 && inner_ecn == kEcnEct0) return kEcnEct1;
+    return inner_ecn;
+}
+
+// Validates the tunnel header at `h` (the UDP payload, `len` bytes) and returns its length.
+DropReason parse_tunnel_header(TunnelType type, const uint8_t* h, uint32_t len, uint32_t& hdr_len,
+                               uint32_t& vni) {
+    if (len < 8) return DropReason::truncated;
+    vni = load32(h + 4) >> 8;
+    if (type == TunnelType::vxlan) {
+        if ((h[0] & kVxlanFlagI) == 0) return DropReason::bad_tunnel_header;
+        hdr_len = kVxlanLen;
+        return DropReason::none;
+    }
+    if ((h[0] >> 6) != 0) return DropReason::bad_tunnel_header;
+    const uint32_t opt_len = (h[0] & 0x3fu) * 4u;
+    if (kGeneveLen + opt_len > len) return DropReason::bad_tunnel_header;
+    // No option is understood here, so a critical one (C flag, or a type with its high bit set)
+    // forbids decapsulation (RFC 8926 section 3.5.1); an OAM frame is for the endpoint itself.
+    if ((h[1] & (kGeneveFlagOam | kGeneveFlagCritical)) != 0) return DropReason::bad_tunnel_header;
+    for (uint32_t off = 0; off < opt_len;) {
+        if (off + kGeneveOptHdrLen > opt_len) return DropReason::bad_tunnel_header;
+        const uint8_t* o = h + kGeneveLen + off;
+        if ((o[2] & kGeneveOptCritical) != 0) return DropReason::bad_tunnel_header;
+        off += static_cast<uint32_t>(kGeneveOptHdrLen) + (o[3] & 0x1fu) * 4u;
+        if (off > opt_len) return DropReason::bad_tunnel_header;
+    }
+    if (load16(h + 2) != kEtherTypeTeb) return DropReason::unsupported_payload;
+    hdr_len = kGeneveLen + opt_len;
+    return DropReason::none;
+}
+
+const PortConf::TunnelUdpPort* tunnel_udp_port(const PortConf& port, uint16_t dport) {
+    const PortConf::TunnelUdpPort* tp = nullptr;
+    for (const auto& u : port.tunnel_udp_ports)
+        if (u.udp_port == dport) tp = &u;
+    return tp;
+}
+
+// The decapsulation table, through the burst's one-entry cache when the caller keeps one.
+bool lookup_tunnel(const Snapshot& s, const DecapKey& key, DecapCache* cache, uint16_t& tid) {
+    if (cache != nullptr && cache->tunnel_id >= 0 && cache->key == key) {
+        tid = static_cast<uint16_t>(cache->tunnel_id);
+        return true;
+    }
+    void* data = nullptr;
+    if (rte_hash_lookup_data(s.decap, &key, &data) < 0) return false;
+    tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data));
+    if (cache != nullptr) *cache = DecapCache{key, static_cast<int16_t>(tid)};
+    return true;
+}
+
+// What decapsulation does to the inner IP packet's TOS: bleaching detection, RFC 6040, the
+// DSCP-on-decap policy. Sets `tos` (the inner TOS to send) and the notes' outer_remarked /
+// ce_marked; false when RFC 6040 says drop (CE on a Not-ECT inner packet).
+bool decap_marks(const TunnelConf& t, const ParsedPacket& outer, const ParsedPacket& in,
+                 PacketNotes& n, uint8_t& tos) {
+    const int16_t expected = t.outer_dscp >= 0 ? t.outer_dscp : in.dscp();
+    n.outer_remarked = outer.dscp() != expected;
+    int ecn = in.ecn();
+    if (t.ecn_rfc6040) {
+        ecn = rfc6040_decap(outer.ecn(), in.ecn());
+        if (ecn < 0) return false;
+        n.ce_marked = ecn == kEcnCe && in.ecn() != kEcnCe;
+    }
+    const uint8_t dscp = t.decap_dscp == kDscpPreserve    ? in.dscp()
+                         : t.decap_dscp == kDscpCopyOuter ? outer.dscp()
+                                                          : static_cast<uint8_t>(t.decap_dscp);
+    tos = static_cast<uint8_t>(dscp << 2 | ecn);
+    return true;
+}
+
+// Routed LAN port `lan_port`: the MAC (with kNeighborValid) of the host `in` is for, resolved by
+// ARP/ND, or why there is none (no_route: not on the LAN's prefix; no_neighbor: unresolved, and
+// with `request` a resolution is asked of the control thread for an unknown host).
+[[gnu::always_inline]] inline DropReason lan_host_mac(const Snapshot& s, uint16_t lan_port,
+                                                      const ParsedPacket& in, bool request,
+                                                      uint64_t& mac) {
+    const PortConf& lan = s.ports[lan_port];
+    const bool v4 = in.ip_ver == 4;
+    if (!(v4 ? lan.has_ipv4 : lan.has_ipv6) ||
+        !prefix_match(v4 ? lan.ipv4.data() : lan.ipv6.data(), v4 ? lan.ipv4_len : lan.ipv6_len,
+                      in.dst, false))
+        return DropReason::no_route;
+    const int n = s.neighbors->find(in.ip_ver, lan_port, in.dst);
+    mac = n < 0 ? 0 : s.neighbors->at(static_cast<size_t>(n)).mac.load(std::memory_order_relaxed);
+    if ((mac & kNeighborValid) != 0) return DropReason::none;
+    if (n < 0 && request) s.neighbors->request(in.ip_ver, lan_port, in.dst, 0);
+    return DropReason::no_neighbor;
+}
+
+// Names why no tunnel took a packet that passed every other check. Only dropped packets get here.
+DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
+    for (const TunnelConf& t : s.tunnels) {
+        if (t.outer_port == key.rx_port() && t.udp_port == key.udp_port() &&
+            t.outer_v6 == (key.family() == 6) && key.remote_is(t.remote))
+            return DropReason::unknown_vni;
+    }
+    return DropReason::unknown_remote;
+}
+
+// The tail of both paths, once tunnel `tid` is known and the inner frame (`inner_len` bytes at
+// `inner_off`) parsed as `in`: every check first, then the writes, so that the shortcut can
+// decline on anything but none. `request`: ask the control thread to resolve an unknown LAN host.
+[[gnu::always_inline]] inline DropReason decap_tail(const Snapshot& s, uint16_t tid,
+                                                    const ParsedPacket& outer,
+                                                    const ParsedPacket& in, Frame& f,
+                                                    uint32_t inner_off, uint32_t inner_len,
+                                                    bool request, Verdict& v, PacketNotes& n) {
+    const TunnelConf& t = s.tunnels[tid];
+    uint8_t* inner = f.data + inner_off;
+    if (in.ip_ver != 0) {
+        uint8_t tos = 0;
+        if (!decap_marks(t, outer, in, n, tos)) return DropReason::ecn_ce_on_not_ect;
+        if (in.ip_len > t.inner_mtu) return DropReason::too_big;
+        const PortConf& lan = s.ports[t.inner_port];
+        if (lan.has_ipv4 || lan.has_ipv6) {
+            // Routed LAN: deliver to the host's own MAC, from ours, resolved by ARP/ND.
+            uint64_t mac = 0;
+            if (const DropReason r = lan_host_mac(s, t.inner_port, in, request, mac);
+                r != DropReason::none)
+                return r;
+            unpack_mac(mac, inner);
+            std::memcpy(inner + 6, lan.mac.data(), 6);
+        }
+        const auto dscp = static_cast<uint8_t>(tos >> 2);
+        if (tos != in.tos) {
+            write_tos(in, inner, tos);
+            n.dscp_rewritten = dscp != in.dscp();
+        }
+        n.dscp_out = dscp;
+        note_roce(n, in, inner);
+    }
+    f.data = inner;
+    f.headroom += inner_off;
+    f.len = inner_len;
+    v.out_port = t.inner_port;
+    return DropReason::none;
+}
+
+Verdict outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& n,
+                      DecapCache* cache) {
+    Verdict v;
+    const PortConf& port = s.ports[rx_port];
+    ParsedPacket outer;
+    if ((v.drop = parse_packet(f.data, f.len, outer)) != DropReason::none) return v;
+    if (neighbor_on_outer(s, rx_port, outer, f, v)) return v;
+    n.dscp_in = outer.dscp();
+    if (!addressed_to(port, outer)) {
+        v.drop = DropReason::not_local;
+        return v;
+    }
+    if (outer.is_fragment) {
+        v.drop = DropReason::outer_fragment;
+        return v;
+    }
+    if (outer.proto != kProtoUdp) {
+        // The VTEP answers pings so the underlay can check the path to it.
+        if (!echo_on_outer(port, rx_port, outer, f, v)) v.drop = DropReason::not_tunnel;
+        return v;
+    }
+    const PortConf::TunnelUdpPort* tp = tunnel_udp_port(port, outer.dport);
+    if (tp == nullptr) {
+        v.drop = DropReason::not_tunnel;
+        return v;
+    }
+    const uint8_t* udp = f.data + outer.l4_off;
+    const uint32_t udp_len = load16(udp + 4);
+    if (udp_len < kUdpLen || outer.l4_off + udp_len > outer.l3_off + outer.ip_len) {
+        v.drop = DropReason::truncated;
+        return v;
+    }
+    uint32_t th_len = 0, vni = 0;
+    v.drop = parse_tunnel_header(tp->type, udp + kUdpLen, udp_len - static_cast<uint32_t>(kUdpLen),
+                                 th_len, vni);
+    if (v.drop != DropReason::none) return v;
+    const DecapKey key =
+        make_decap_key(outer.ip_ver, outer.src, vni, outer.dport, static_cast<uint8_t>(rx_port));
+    uint16_t tid;
+    if (!lookup_tunnel(s, key, cache, tid)) {
+        v.drop = classify_decap_miss(s, key);
+        return v;
+    }
+    n.tunnel_id = static_cast<int16_t>(tid);
+    const uint32_t inner_off = outer.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
+    const uint32_t inner_len = outer.l4_off + udp_len - inner_off;
+    ParsedPacket in;
+    if (parse_packet(f.data + inner_off, inner_len, in) != DropReason::none) {
+        v.drop = DropReason::bad_inner_frame;
+        return v;
+    }
+    v.drop = decap_tail(s, tid, outer, in, f, inner_off, inner_len, true, v, n);
+    return v;
+}
+
+}  // namespace
+
+bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache) {
+    Verdict& v = o;
+    PacketNotes& n = o;
+    ParsedPacket outer;
+    if (!parse_plain_udp(f.data, f.len, outer)) return false;
+    const PortConf& port = s.ports[rx_port];
+    if (!addressed_to(port, outer)) return false;
+    const PortConf::TunnelUdpPort* tp = tunnel_udp_port(port, outer.dport);
+    if (tp == nullptr) return false;
+    const uint8_t* udp = f.data + outer.l4_off;
+    const uint32_t udp_len = load16(udp + 4);
+    if (udp_len < kUdpLen || outer.l4_off + udp_len > outer.l3_off + outer.ip_len) return false;
+    uint32_t th_len = 0, vni = 0;
+    if (parse_tunnel_header(tp->type, udp + kUdpLen, udp_len - static_cast<uint32_t>(kUdpLen),
+                            th_len, vni) != DropReason::none)
+        return false;
+    uint16_t tid;
+    if (!lookup_tunnel(s,
+                       make_decap_key(outer.ip_ver, outer.src, vni, outer.dport,
+                                      static_cast<uint8_t>(rx_port)),
+                       cache, tid))
+        return false;
+    const uint32_t inner_off = outer.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
+    const uint32_t inner_len = outer.l4_off + udp_len - inner_off;
+    ParsedPacket in;
+    if (!parse_plain_udp(f.data + inner_off, inner_len, in)) return false;
+    if (decap_tail(s, tid, outer, in, f, inner_off, inner_len, false, v, n) != DropReason::none)
+        return false;
+    n.outer_path = true;
+    n.dscp_in = outer.dscp();
+    n.tunnel_id = static_cast<int16_t>(tid);
+    return true;
+}
+
+Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
+                              DecapCache* cache) {
+    notes = PacketNotes{};
+    const Verdict v = outer_general(s, rx_port, f, notes, cache);
+    notes.outer_path = v.local == LocalReply::none;
+    return v;
+}
+
+Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
+                      DecapCache* cache) {
+    Outcome o;
+    if (decap_plain(s, rx_port, f, o, cache)) {
+        notes = o;
+        return o;
+    }
+    return process_outer_general(s, rx_port, f, notes, cache);
+}
+
+}  // namespace dscpgw

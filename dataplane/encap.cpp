@@ -1,0 +1,323 @@
+// Inner -> outer. The shortcut and the general path differ in how they parse and when they
+// decline; from the route lookup on they share mark_inner(), check_tunnel() and encap_tail().
+#include "dataplane/encap.h"
+
+#include <rte_hash_crc.h>
+#include <rte_ip.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
+
+#include <cstring>
+
+#include "dataplane/local.h"
+#include "dataplane/neighbor.h"
+#include "dataplane/wire.h"
+
+namespace dscpgw {
+
+using namespace wire;
+
+namespace {
+
+bool prefixes_match(const ClassRule& c, uint8_t ip_ver, const uint8_t* src, const uint8_t* dst) {
+    if (!c.src.empty()) {
+        bool hit = false;
+        for (const Prefix& p : c.src) hit = hit || p.contains(ip_ver, src);
+        if (!hit) return false;
+    }
+    if (!c.dst.empty()) {
+        bool hit = false;
+        for (const Prefix& p : c.dst) hit = hit || p.contains(ip_ver, dst);
+        if (!hit) return false;
+    }
+    return true;
+}
+
+// CRC32-C of one word: the instruction itself where the build targets SSE4.2 (DPDK's
+// rte_hash_crc_4byte() tests the CPU's capability on every call).
+uint32_t crc32c(uint32_t data, uint32_t init) {
+#ifdef __SSE4_2__
+    return __builtin_ia32_crc32si(init, data);
+#else
+    return rte_hash_crc_4byte(data, init);
+#endif
+}
+
+bool rule_matches(const ClassMatch& c, uint64_t key, unsigned dscp) {
+    return (((c.dscp_mask >> dscp) & 1) != 0) & (((key ^ c.key) & c.mask) == 0);
+}
+
+// classify() from rule `i` on, for when a rule with prefixes is reached: out of line, so that the
+// loop over the (usual) prefix-free rules makes no call and keeps everything in registers. It
+// takes the addresses as values: a ParsedPacket passed by reference would have to live in memory.
+__attribute__((noinline)) int classify_from(const Snapshot& s, int i, uint64_t key, unsigned dscp,
+                                            uint8_t ip_ver, const uint8_t* src,
+                                            const uint8_t* dst) {
+    const int n = static_cast<int>(s.class_match.size());
+    for (; i < n; ++i) {
+        const ClassMatch& c = s.class_match[static_cast<size_t>(i)];
+        if (rule_matches(c, key, dscp) &&
+            (!c.prefixes || prefixes_match(s.classes[static_cast<size_t>(i)], ip_ver, src, dst)))
+            return i;
+    }
+    return -1;
+}
+
+// The hot path inlines these two; classify() and flow_hash() are the same code out of line.
+[[gnu::always_inline]] inline int classify_inline(const Snapshot& s, const ParsedPacket& pp) {
+    const ClassMatch* m = s.class_match.data();
+    const int n = static_cast<int>(s.class_match.size());
+    const uint64_t key = class_key(pp);
+    const unsigned dscp = pp.dscp();
+    for (int i = 0; i < n; ++i) {
+        if (!rule_matches(m[i], key, dscp)) continue;
+        return m[i].prefixes ? classify_from(s, i, key, dscp, pp.ip_ver, pp.src, pp.dst) : i;
+    }
+    return -1;
+}
+
+[[gnu::always_inline]] inline uint32_t flow_hash_inline(const ParsedPacket& pp) {
+    uint32_t h = pp.proto;
+    const unsigned words = pp.ip_ver == 4 ? 1 : 4;
+    for (unsigned i = 0; i < words; ++i) {
+        h = crc32c(load32(pp.src + 4 * i), h);
+        h = crc32c(load32(pp.dst + 4 * i), h);
+    }
+    if (pp.has_ports) h = crc32c((uint32_t{pp.sport} << 16) | pp.dport, h);
+    // CRC32-C leaves the low bits of similar tuples correlated; fold the high half in.
+    return h ^ (h >> 16);
+}
+
+}  // namespace
+
+int classify(const Snapshot& s, const ParsedPacket& pp) { return classify_inline(s, pp); }
+
+uint32_t flow_hash(const ParsedPacket& pp) { return flow_hash_inline(pp); }
+
+namespace {
+
+uint16_t fold(uint32_t sum) {
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+
+template <bool kV6>
+constexpr uint32_t outer_hdr_len() {
+    return static_cast<uint32_t>(kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8);
+}
+
+// Marks the inner packet for class `cls` (-1: none): the class's DSCP if it sets one, the ECN bits
+// untouched. Returns the TOS the packet leaves with. kPlainFamily: 4 or 6 when the caller knows the
+// frame is untagged of that family (the IP header at byte 14), else 0.
+template <int kPlainFamily = 0>
+[[gnu::always_inline]] inline uint8_t mark_inner(const Snapshot& s, const ParsedPacket& pp,
+                                                 int cls, uint8_t* frame, PacketNotes& n) {
+    const int8_t set = cls >= 0 ? s.class_match[static_cast<size_t>(cls)].set_dscp : -1;
+    const uint8_t tos = set >= 0 ? static_cast<uint8_t>(set << 2 | (pp.tos & 3)) : pp.tos;
+    if (tos != pp.tos) {
+        if constexpr (kPlainFamily == 4)
+            set_ipv4_tos(frame + kEthLen, tos);
+        else if constexpr (kPlainFamily == 6)
+            set_ipv6_tclass(frame + kEthLen, tos);
+        else
+            write_tos(pp, frame, tos);
+        n.dscp_rewritten = true;
+    }
+    n.class_id = static_cast<int16_t>(cls);
+    n.dscp_in = static_cast<int16_t>(pp.dscp());
+    n.dscp_out = static_cast<int16_t>(tos >> 2);
+    return tos;
+}
+
+// Whether tunnel `t` can take an inner frame of `inner_len` bytes (Ethernet + IP, no tags) with
+// `headroom` bytes in front (tags included): nothing written. Sets the next hop's MAC (0: the
+// template's).
+template <bool kV6>
+DropReason check_tunnel_family(const TunnelConf& t, const NeighborTable& neighbors,
+                               uint32_t headroom, uint32_t inner_len, uint64_t& nh_mac) {
+    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
+    if (ip_hdr_len + kUdpLen + 8 + inner_len > t.outer_mtu) return DropReason::too_big;
+    if (headroom < outer_hdr_len<kV6>()) return DropReason::no_headroom;
+    nh_mac = 0;
+    if (t.neighbor >= 0) {
+        nh_mac = neighbors.at(static_cast<size_t>(t.neighbor)).mac.load(std::memory_order_relaxed);
+        if ((nh_mac & kNeighborValid) == 0) return DropReason::no_neighbor;
+    }
+    return DropReason::none;
+}
+
+[[gnu::always_inline]] inline DropReason check_tunnel(const TunnelConf& t,
+                                                      const NeighborTable& neighbors,
+                                                      uint32_t headroom, uint32_t inner_len,
+                                                      uint64_t& nh_mac) {
+    return t.outer_v6 ? check_tunnel_family<true>(t, neighbors, headroom, inner_len, nh_mac)
+                      : check_tunnel_family<false>(t, neighbors, headroom, inner_len, nh_mac);
+}
+
+// Pushes the tunnel's outer headers in front of the inner frame, once check_tunnel() passed. The
+// tunnel type only changes the template's bytes (built by the control side), so only the address
+// family specialises the code. `tags`: VLAN tag bytes to remove; `hash`: flow_hash() of the inner
+// packet; `inner_tos`: its TOS after marking.
+template <bool kV6>
+[[gnu::always_inline]] inline void encap_write(const TunnelConf& t, Frame& f, uint32_t tags,
+                                              uint32_t inner_len, uint8_t inner_tos,
+                                              uint32_t hash, uint64_t nh_mac, bool& offload) {
+    constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
+    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
+    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
+    if (tags != 0) {
+        std::memmove(f.data + tags, f.data, 2 * 6);
+        f.data += tags;
+        f.headroom += tags;
+    }
+    if (t.has_inner_mac) {
+        // Routed LAN: the frame was addressed to us; readdress it to the far end.
+        std::memcpy(f.data, t.inner_mac.data(), 6);
+        std::memcpy(f.data + 6, t.inner_src_mac.data(), 6);
+    }
+    f.data -= hdr_len;
+    f.headroom -= hdr_len;
+    f.len = hdr_len + inner_len;
+    std::memcpy(f.data, t.hdr.data(), hdr_len);
+    if (nh_mac != 0) unpack_mac(nh_mac, f.data);
+
+    const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
+    const uint8_t dscp = t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp)
+                                           : static_cast<uint8_t>(inner_tos >> 2);
+    const uint8_t tos = static_cast<uint8_t>(dscp << 2 | ecn);
+    uint8_t* ip = f.data + kEthLen;
+    uint8_t* udp = ip + ip_hdr_len;
+    const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
+    store16(udp, entropy_port(hash));
+    store16(udp + 4, udp_len);
+    if constexpr (!kV6) {
+        ip[kIpv4TosOff] = tos;
+        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
+        store16(ip + kIpv4CsumOff,
+                static_cast<uint16_t>(~fold(t.hdr_csum_base + tos + outer_ip_len)));
+        // The outer UDP checksum stays zero, as RFC 7348 and RFC 8926 allow over IPv4.
+    } else {
+        // RFC 6438: the flow label carries the same entropy as the source port.
+        store32(ip, 0x60000000u | uint32_t{tos} << 20 | (hash & 0xfffffu));
+        store16(ip + kIpv6PayloadLenOff, udp_len);
+        // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1).
+        // DPDK's raw checksum sums words in host order; the base is kept in the same order.
+        uint32_t sum = t.hdr_csum_base + rte_cpu_to_be_16(udp_len);
+        if (t.tx_udp_offload) {
+            // The NIC sums the datagram; it wants the pseudo-header sum in place (DPDK's contract
+            // for RTE_MBUF_F_TX_UDP_CKSUM), set by the burst glue's flags.
+            const auto pseudo = fold(sum);
+            std::memcpy(udp + 6, &pseudo, sizeof pseudo);
+            offload = true;
+            return;
+        }
+        sum = __rte_raw_cksum(udp, udp_len, sum);
+        uint16_t csum = static_cast<uint16_t>(~fold(sum));
+        if (csum == 0) csum = 0xffff;
+        std::memcpy(udp + 6, &csum, sizeof csum);
+    }
+}
+
+// The tail of both paths, once tunnel `tunnel_idx` has taken the packet (check_tunnel() passed):
+// the notes, then the outer headers. `tags`: VLAN tag bytes to remove (RFC 7348 section 6.1: the
+// inner tag is local to the LAN); `tos`: the inner TOS after marking.
+[[gnu::always_inline]] inline void encap_tail(const TunnelConf& t, uint32_t tunnel_idx,
+                                             const ParsedPacket& pp, Frame& f, uint32_t tags,
+                                             uint32_t inner_len, uint8_t tos, uint64_t nh_mac,
+                                             Verdict& v, PacketNotes& n) {
+    n.tunnel_id = static_cast<int16_t>(tunnel_idx);
+    v.out_port = t.outer_port;
+    note_roce(n, pp, f.data);
+    const uint32_t hash = flow_hash_inline(pp);
+    if (t.outer_v6)
+        encap_write<true>(t, f, tags, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
+    else
+        encap_write<false>(t, f, tags, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
+}
+
+// encap_plain() for one inner family: a separate instance each, so that the IPv4 one carries
+// nothing of IPv6's (its longer addresses and the out-of-line rte_lpm6_lookup() cost the IPv4
+// path registers, spills and a failed store-to-load forwarding when they shared a body).
+template <bool kV6>
+__attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx_port, Frame& f,
+                                                  Outcome& o) {
+    Verdict& v = o;
+    PacketNotes& n = o;
+    ParsedPacket pp;
+    if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
+    const PortConf& port = s.ports[rx_port];
+    if constexpr (kV6) {
+        if (port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0) return false;
+    } else {
+        if (port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0) return false;
+    }
+    const int cls = classify_inline(s, pp);
+    uint32_t tunnel_idx = 0;
+    if ((kV6 ? rte_lpm6_lookup(s.lpm6, pp.dst, &tunnel_idx)
+             : rte_lpm_lookup(s.lpm4, load32(pp.dst), &tunnel_idx)) != 0)
+        return false;
+    const TunnelConf& t = s.tunnels[tunnel_idx];
+    const uint32_t inner_len = kEthLen + pp.ip_len;
+    uint64_t nh_mac = 0;
+    if (check_tunnel(t, *s.neighbors, f.headroom, inner_len, nh_mac) != DropReason::none)
+        return false;
+    const uint8_t tos = mark_inner<kV6 ? 6 : 4>(s, pp, cls, f.data, n);
+    encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, nh_mac, v, n);
+    return true;
+}
+
+}  // namespace
+
+bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o) {
+    if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
+        return encap_plain_family<true>(s, rx_port, f, o);
+    return encap_plain_family<false>(s, rx_port, f, o);
+}
+
+Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes) {
+    Outcome o;
+    if (encap_plain(s, rx_port, f, o)) {
+        notes = o;
+        return o;
+    }
+    return process_inner_general(s, rx_port, f, notes);
+}
+
+Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& n) {
+    Verdict v;
+    n = PacketNotes{};
+    ParsedPacket pp;
+    if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;
+    if (local_on_inner(s, rx_port, pp, f, v)) return v;
+    if (pp.ip_ver == 0) {
+        v.drop = DropReason::not_ip;
+        return v;
+    }
+    // Marked before routing: a packet dropped later is traced with the DSCP it would have had.
+    const uint8_t tos = mark_inner(s, pp, classify_inline(s, pp), f.data, n);
+    uint32_t tunnel_idx = 0;
+    const int rc = pp.ip_ver == 4 ? rte_lpm_lookup(s.lpm4, load32(pp.dst), &tunnel_idx)
+                                  : rte_lpm6_lookup(s.lpm6, pp.dst, &tunnel_idx);
+    if (rc != 0) {
+        v.drop = DropReason::no_route;
+        return v;
+    }
+    const TunnelConf& t = s.tunnels[tunnel_idx];
+    n.tunnel_id = static_cast<int16_t>(tunnel_idx);
+    v.out_port = t.outer_port;
+    const uint32_t tags = pp.vlan_tags * kVlanLen;
+    const uint32_t inner_len = kEthLen + pp.ip_len;  // Ethernet padding is not tunnelled.
+    uint64_t nh_mac = 0;
+    v.drop = check_tunnel(t, *s.neighbors, f.headroom + tags, inner_len, nh_mac);
+    if (v.drop == DropReason::too_big && (pp.ip_ver == 6 || ipv4_df(pp, f.data))) {
+        // RoCE sets DF: tell the sender the inner MTU that fits rather than dropping silently.
+        const uint32_t overhead = (t.outer_v6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8 + kEthLen;
+        v.pmtu = static_cast<uint16_t>(t.outer_mtu - overhead);
+    }
+    if (v.drop != DropReason::none) return v;
+    encap_tail(t, tunnel_idx, pp, f, tags, inner_len, tos, nh_mac, v, n);
+    return v;
+}
+
+}  // namespace dscpgw

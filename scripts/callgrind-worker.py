@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Instructions per packet of the worker loop, counted by callgrind (repeatable on a noisy machine).
+
+Runs `dscpgw run` under `valgrind --tool=callgrind --toggle-collect='dscpgw::worker_main*'` with
+bench-forward.py's config: net_pcap `infinite_rx` replaying one RoCE frame into net_null, one
+worker. Instructions are counted only inside the worker loop (PMD RX/TX included), divided by the
+packets the worker received. Prints one line per case.
+
+Usage: callgrind-worker.py [--dscpgw build/dscpgw] [--seconds N] [--size 74] [--flows N]
+"""
+import argparse
+import glob
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+spec = importlib.util.spec_from_file_location("bench_forward", os.path.join(HERE, "bench-forward.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+from scapy.all import wrpcap  # noqa: E402
+
+
+def measure(binary, cfg_text, tmp, seconds, name):
+    cfg = os.path.join(tmp, f"{name}.toml")
+    with open(cfg, "w") as f:
+        f.write(cfg_text + f'\n[control]\nsocket = "{tmp}/{name}.sock"\n')
+    out_file = os.path.join(tmp, f"{name}.callgrind")
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
+                          "--toggle-collect=dscpgw::worker_main*", binary, "run", "--config", cfg],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(seconds)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=120)
+    rx = re.search(r"worker 0: rx (\d+) pkts", out)
+    if not rx or int(rx.group(1)) == 0:
+        raise RuntimeError("dscpgw under callgrind forwarded nothing:\n" + out[-3000:])
+    total = 0
+    for fn in glob.glob(out_file + "*"):
+        with open(fn) as f:
+            for line in f:
+                if line.startswith("summary:") or line.startswith("totals:"):
+                    total = max(total, int(line.split()[1]))
+    return total / int(rx.group(1)), int(rx.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--size", type=int, default=74)
+    ap.add_argument("--flows", type=int, default=None, help="[metrics] flows (default: the gateway's)")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="dscpgw-callgrind-")
+    extra = f"\n[metrics]\nflows = {a.flows}\n" if a.flows is not None else ""
+    inner = bench.inner_frame(a.size)
+    inner_pcap = os.path.join(tmp, "inner.pcap")
+    wrpcap(inner_pcap, [inner])
+    cfg = bench.CONFIG.format(lan=f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1", wan="net_null0,no-rx=1",
+                              type="geneve", remote=bench.REMOTE[4]) + extra
+    ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "encap")
+    print(f"mark+encap geneve/IPv4 {a.size} B: {ipp:.1f} instructions/pkt ({n} pkts)")
+    outer = bench.pktlib.encap(inner, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2)
+    outer_pcap = os.path.join(tmp, "outer.pcap")
+    wrpcap(outer_pcap, [outer])
+    cfg = bench.CONFIG.format(lan="net_null0,no-rx=1", wan=f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
+                              type="geneve", remote=bench.REMOTE[4]) + extra
+    ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "decap")
+    print(f"decap geneve/IPv4 {len(outer)} B: {ipp:.1f} instructions/pkt ({n} pkts)")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
