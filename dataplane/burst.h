@@ -165,8 +165,10 @@ inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint1
     const PortConf& port = s.ports[rx_port];
     Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
     if (!make_too_big(port, port.has_icmp_src4 ? port.icmp_src4.data() : nullptr,
-                      port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, pmtu, f))
+                      port.has_icmp_src6 ? port.icmp_src6.data() : nullptr, pmtu, f)) {
+        count.dataplane(DataplaneCounter::icmp_too_big_suppressed);
         return false;
+    }
     frame_to_mbuf(f, m);
     count.dataplane(DataplaneCounter::icmp_too_big_sent);
     return true;

@@ -70,6 +70,9 @@ namespace dscpgw {
       "ICMP Fragmentation Needed / Packet Too Big messages sent for path MTU discovery.")         \
     X(icmp_rate_limited, "icmp_rate_limited_total", "", "packets", "ICMP_LIMITED",                \
       "ICMP errors not sent because of [gateway] icmp_rate.")                                     \
+    X(icmp_too_big_suppressed, "icmp_too_big_suppressed_total", "", "packets", "ICMP_SUPPRESSED", \
+      "Packets too big for their tunnel that may get no ICMP error (RFC 1812 4.3.2.7): a "       \
+      "non-first fragment, an ICMP error, a source that is no unicast host.")                     \
     X(tx_failed, "tx_failed_total", "", "packets", "TX_FAILED",                                   \
       "Packets the dataplane sent that the port's TX queue refused (freed): the port is full.")
 

@@ -668,5 +668,39 @@ TEST(Burst, CountsAndMultiSegmentDropped) {
     rte_mempool_free(pool);
 }
 
+// A DF packet too big for its tunnel gets an ICMP error, unless its sender is no unicast host
+// (RFC 1812 4.3.2.7): then the error is counted as suppressed.
+TEST(Burst, TooBigAnsweredOrSuppressed) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    NeighborTable neighbors;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
+    rte_mempool* pool =
+        rte_pktmbuf_pool_create("unit_big", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+    ASSERT_NE(pool, nullptr);
+    auto put = [&](const Bytes& b) {
+        rte_mbuf* m = rte_pktmbuf_alloc(pool);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(b.size())), b.data(), b.size());
+        return m;
+    };
+    rte_mbuf* pkts[2] = {put(roce4("10.10.0.5", "10.20.0.9", 0, 4, 1700)),
+                         put(roce4("224.0.0.9", "10.20.0.9", 0, 4, 1700))};
+    auto st = std::make_unique<WorkerStats>();
+    std::vector<rte_mbuf*> out;
+    BurstState bs;
+    process_burst(
+        *snap, kLan, pkts, 2, *st, bs,
+        [&](uint16_t port, rte_mbuf* m) {
+            EXPECT_EQ(port, kLan) << "the error goes back to the sender";
+            out.push_back(m);
+        },
+        NoObserver{});
+    EXPECT_EQ(out.size(), 1u);
+    EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::too_big)].get(), 2u);
+    EXPECT_EQ(st->dataplane[DataplaneCounter::icmp_too_big_sent][0].get(), 1u);
+    EXPECT_EQ(st->dataplane[DataplaneCounter::icmp_too_big_suppressed][0].get(), 1u);
+    for (rte_mbuf* m : out) rte_pktmbuf_free(m);
+    rte_mempool_free(pool);
+}
+
 }  // namespace
 }  // namespace dscpgw
