@@ -423,9 +423,33 @@ def pcap_suite():
             p = ctl(gw.sock, "reload", check=False)
             eq(p.returncode, 1, "MTU beyond the buffers: exit code")
             assert "ports[1] (wan): mtu 9200 needs 9226-byte buffers" in p.stderr, p.stderr
+            # A reload refused at its last step (the MTU, after compiling) after it compiled a
+            # tunnel with an ARP next hop and a static neighbor: a transaction, so neither
+            # reaches the neighbor table, and status and counters are exactly as before.
+            def state():
+                st = ctl_json(gw.sock, "status")
+                for k in ("uptime_seconds", "last_reload", "last_reload_result", "last_reload_error",
+                          "last_reload_seconds", "reloads_failed"):
+                    st.pop(k)
+                stats = ctl_json(gw.sock, "stats")
+                stats.pop("workers")  # Cycles and polls move while the gateway idles.
+                return st, ctl_json(gw.sock, "neighbors"), stats, ctl(gw.sock, "neighbors").stdout
+            was = state()
+            gw.write(body.replace("mtu = 9000", "mtu = 9200") +
+                     '\n[[tunnels]]\nname = "arp"\ntype = "vxlan"\nvni = 300\nremote = "198.18.9.9"\n'
+                     'next_hop = "198.18.0.254"\nroutes = ["10.90.0.0/16"]\n'
+                     '\n[[neighbors]]\nport = "wan"\nip = "198.18.0.253"\nmac = "02:00:00:00:00:aa"\n')
+            p = ctl(gw.sock, "reload", check=False)
+            eq(p.returncode, 1, "refused at the MTU step: exit code")
+            assert "mtu 9200 needs 9226-byte buffers" in p.stderr, p.stderr
+            now_state = state()
+            eq(now_state[1], was[1], "ctl neighbors --json unchanged")
+            eq(now_state[3], was[3], "ctl neighbors unchanged")
+            eq(now_state[0], was[0], "ctl status unchanged")
+            eq(now_state[2], was[2], "counters unchanged")
             now = ctl_json(gw.sock, "status")
             eq(now["generation"], before["generation"], "generation unchanged")
-            eq(now["reloads_failed"], before["reloads_failed"] + 3, "failures counted")
+            eq(now["reloads_failed"], before["reloads_failed"] + 4, "failures counted")
             eq([x["mtu"] for x in now["ports"]], [4200, 9000], "port MTUs unchanged")
             eq(ctl_json(gw.sock, "classes")["classes"][0]["dscp"], 48, "old classes still live")
             # A valid change, by SIGHUP: live, counters kept.
@@ -436,7 +460,7 @@ def pcap_suite():
             eq((c[0]["name"], c[0]["dscp"], c[0]["packets"]), ("roce-cnp", 46, 30), "new DSCP, same counters")
             text = gw.metrics()
             eq(metric(text, "dscpgw_config_last_reload_success"), 1.0, "reload result metric")
-            eq(metric(text, "dscpgw_config_reloads_total", result="failure"), 3.0, "reloads by result")
+            eq(metric(text, "dscpgw_config_reloads_total", result="failure"), 4.0, "reloads by result")
             eq(metric(text, "dscpgw_config_reloads_total", result="success"), 1.0, "reloads by result")
             assert "SIGHUP: reloaded" in gw.output(), gw.output()[-2000:]
             # A port MTU within the buffers applies live (the device is set, then the snapshot).

@@ -402,6 +402,37 @@ TEST_F(Pipeline, EveryDropReason) {
             << "no case for " << kDropReasonInfo[r].name;
 }
 
+// Compiling a snapshot touches nothing live: the next hops and static neighbors it needs are
+// staged, and reach the shared table only when applied (a reload that is accepted).
+TEST(Neighbors, CompilingStagesThemApplyingAddsThem) {
+    const Config cfg = parse_config(std::string(kConfig) +
+                                        "\n[[neighbors]]\nport = \"wan\"\nip = "
+                                        "\"198.18.0.253\"\nmac = \"02:00:00:00:00:aa\"\n",
+                                    "unit.toml");
+    NeighborTable table;
+    SnapshotBuild b = compile_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    EXPECT_EQ(table.size(), 0u) << "nothing added while compiling";
+    ASSERT_EQ(b.neighbors.entries.size(), 3u) << "the static neighbor and two next hops";
+    for (const TunnelConf& t : b.snap->tunnels) EXPECT_EQ(t.neighbor, -1) << t.name;
+    b.neighbors.apply(table, *b.snap);
+    EXPECT_EQ(table.size(), 3u);
+    const std::array<uint8_t, 4> st{198, 18, 0, 253};
+    const int i = table.find(4, 1, st.data());
+    ASSERT_GE(i, 0);
+    EXPECT_TRUE(table.at(static_cast<size_t>(i)).is_static.load());
+    int with_next_hop = 0;
+    for (const TunnelConf& t : b.snap->tunnels)
+        if (t.has_next_hop_ip) {
+            ++with_next_hop;
+            EXPECT_GE(t.neighbor, 0) << t.name;
+        }
+    EXPECT_EQ(with_next_hop, 2);
+    // Compiled again over the filled table: nothing new is needed, the room check counts once.
+    SnapshotBuild again = compile_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    again.neighbors.apply(table, *again.snap);
+    EXPECT_EQ(table.size(), 3u);
+}
+
 // Next hops by IP: unresolved traffic is counted, an ARP reply or a Neighbor Advertisement on the
 // outer port resolves them, and the learned MAC goes into the outer header.
 TEST(Neighbors, LearnedFromArpAndNa) {
