@@ -82,7 +82,8 @@ void StagedNeighbors::apply(NeighborTable& table, Snapshot& s) const {
             n.is_static.store(true, std::memory_order_relaxed);
             n.mac.store(kNeighborValid | pack_mac(e.mac.data()), std::memory_order_relaxed);
         }
-        if (e.tunnel >= 0) s.tunnels[static_cast<size_t>(e.tunnel)].neighbor = static_cast<int16_t>(i);
+        if (e.tunnel >= 0)
+            s.tunnels[static_cast<size_t>(e.tunnel)].neighbor = static_cast<int16_t>(i);
     }
 }
 
@@ -182,8 +183,8 @@ SnapshotBuild compile_snapshot(const Config& cfg,
                 throw std::runtime_error("tunnel \"" + t.name + "\": cannot add route " +
                                          format_prefix(r) + ": " + rte_strerror(-rc));
         }
-        const DecapKey key = make_decap_key(t.outer_v6 ? 6 : 4, t.remote.data(), t.vni,
-                                            t.udp_port, static_cast<uint8_t>(t.outer_port));
+        const DecapKey key = make_decap_key(t.outer_v6 ? 6 : 4, t.remote.data(), t.vni, t.udp_port,
+                                            static_cast<uint8_t>(t.outer_port));
         const int rc = rte_hash_add_key_data(s->decap, &key,
                                              reinterpret_cast<void*>(static_cast<uintptr_t>(i)));
         if (rc < 0)

@@ -25,8 +25,8 @@ inline constexpr const char* kDefaultControlSocket = "/run/dscpgw/dscpgw.sock";
 struct Config {
     std::string path;
     std::vector<std::string> eal_args;
-    unsigned workers = 0;      // [gateway] workers; 0: every lcore but the main one.
-    uint32_t icmp_rate = 100;  // [gateway] icmp_rate: ICMP errors per second per worker.
+    unsigned workers = 0;        // [gateway] workers; 0: every lcore but the main one.
+    uint32_t icmp_rate = 100;    // [gateway] icmp_rate: ICMP errors per second per worker.
     std::string metrics_listen;  // [metrics] listen: the Prometheus endpoint; empty: none.
     uint32_t flow_entries = kDefaultFlowEntries;  // [metrics] flows: RoCE flow slots per worker.
     std::string control_socket = kDefaultControlSocket;  // [control] socket.
@@ -73,7 +73,7 @@ struct StagedNeighbors {
         std::array<uint8_t, 16> addr{};
         bool is_static = false;
         std::array<uint8_t, 6> mac{};  // With is_static.
-        int tunnel = -1;                // The tunnel whose next hop this is, if any.
+        int tunnel = -1;               // The tunnel whose next hop this is, if any.
     };
     std::vector<Entry> entries;
 
@@ -88,11 +88,11 @@ struct SnapshotBuild {
     StagedNeighbors neighbors;
 };
 
-// Compiles the immutable snapshot: outer-header templates, LPM tables and the decap hash. `port_macs`
-// gives each port's own MAC where the config sets none (the device's, or a made-up one in replay).
-// Requires rte_eal_init. Throws std::runtime_error on resource failure (a full neighbor table
-// included). Touches nothing live: `neighbors` (which must outlive the snapshot, as workers read
-// it) is only read; what it must gain is staged. The snapshot's generation is 1; a reload
+// Compiles the immutable snapshot: outer-header templates, LPM tables and the decap hash.
+// `port_macs` gives each port's own MAC where the config sets none (the device's, or a made-up one
+// in replay). Requires rte_eal_init. Throws std::runtime_error on resource failure (a full neighbor
+// table included). Touches nothing live: `neighbors` (which must outlive the snapshot, as workers
+// read it) is only read; what it must gain is staged. The snapshot's generation is 1; a reload
 // numbers its own.
 SnapshotBuild compile_snapshot(const Config& cfg,
                                const std::vector<std::array<uint8_t, 6>>& port_macs,

@@ -9,12 +9,12 @@
 namespace dscpgw {
 
 // X(name, arguments, what it shows or does)
-#define DSCPGW_CTL_COMMANDS(X)                                                                  \
-    X(status, "", "the gateway: version, configuration generation, last reload, ports")         \
-    X(stats, "", "counters: ports, classes, tunnels, drops, local traffic, workers")            \
-    X(tunnels, "", "tunnels: type, VNI, endpoints, ports, next hop")                            \
-    X(classes, "", "classes: the DSCP each sets, packets and bytes")                            \
-    X(neighbors, "", "next hops and LAN hosts resolved by ARP/ND")                              \
+#define DSCPGW_CTL_COMMANDS(X)                                                                     \
+    X(status, "", "the gateway: version, configuration generation, last reload, ports")            \
+    X(stats, "", "counters: ports, classes, tunnels, drops, local traffic, workers")               \
+    X(tunnels, "", "tunnels: type, VNI, endpoints, ports, next hop")                               \
+    X(classes, "", "classes: the DSCP each sets, packets and bytes")                               \
+    X(neighbors, "", "next hops and LAN hosts resolved by ARP/ND")                                 \
     X(flows, " [--top N]", "the heaviest and the most congested RoCE conversations (N: 1..10000)") \
     X(reload, "", "re-read the configuration file and apply it without a restart, or refuse it")
 

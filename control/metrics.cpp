@@ -56,10 +56,10 @@ class Families {
                 if (Family::info[k].metric == c.metric) fam[e] = fam[k];
             if (fam[e] != nullptr) continue;
             if (unclassified)
-                fam[e] = &family("dscpgw_unclassified_" + std::string(c.metric.substr(6)),
-                                 "Inner IP packets no class matched, in " + std::string(c.unit) +
-                                     ".",
-                                 MetricType::Counter);
+                fam[e] =
+                    &family("dscpgw_unclassified_" + std::string(c.metric.substr(6)),
+                            "Inner IP packets no class matched, in " + std::string(c.unit) + ".",
+                            MetricType::Counter);
             else
                 fam[e] = &family("dscpgw_" + std::string(c.metric), std::string(c.help),
                                  MetricType::Counter);
@@ -138,26 +138,28 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     Families::add(rl, d(r.reloads_failed), {{"result", "failure"}});
 
     const auto port_name = [](const PortReport& p) { return p.name; };
-    f.each("dscpgw_port_up", "Link state of the port: 1 up, 0 down.", G, r.ports, "port",
-           port_name, [](const PortReport& p) { return p.link_up > 0 ? 1.0 : 0.0; });
+    f.each("dscpgw_port_up", "Link state of the port: 1 up, 0 down.", G, r.ports, "port", port_name,
+           [](const PortReport& p) { return p.link_up > 0 ? 1.0 : 0.0; });
     f.each("dscpgw_port_speed_bytes_per_second",
            "Link speed the device reports (0 while the link is down).", G, r.ports, "port",
            port_name, [](const PortReport& p) { return p.speed_mbps * 125000.0; });
     f.list<PortCounter>("port", r.ports, port_name, [](const PortReport& p) { return p.t; });
     f.list<DeviceCounter>("port", r.ports, port_name, [](const PortReport& p) { return p.dev; });
 
-    f.list<ClassCounter>("class", r.classes, [](const ClassReport& c) { return c.name; },
-                         [](const ClassReport& c) { return c.t; });
+    f.list<ClassCounter>(
+        "class", r.classes, [](const ClassReport& c) { return c.name; },
+        [](const ClassReport& c) { return c.t; });
     // The packets no class matched: the class families' entries under "unclassified_".
     static_assert(ClassCounter::info[0].metric.substr(0, 6) == "class_");
-    f.list<ClassCounter>(nullptr, std::array<ClassTotals, 1>{r.unclassified}, no_label,
-                         [](const ClassTotals& t) { return t; }, true);
+    f.list<ClassCounter>(
+        nullptr, std::array<ClassTotals, 1>{r.unclassified}, no_label,
+        [](const ClassTotals& t) { return t; }, true);
     const auto tunnel_name = [](const TunnelReport& t) { return t.name; };
     f.list<TunnelCounter>("tunnel", r.tunnels, tunnel_name,
                           [](const TunnelReport& t) { return t.t; });
-    MetricFamily& cnp_rate = f.family(
-        "dscpgw_tunnel_cnp_packets_per_second",
-        "CNPs per second through the tunnel over the last second, by direction.", G);
+    MetricFamily& cnp_rate =
+        f.family("dscpgw_tunnel_cnp_packets_per_second",
+                 "CNPs per second through the tunnel over the last second, by direction.", G);
     for (const TunnelReport& t : r.tunnels) {
         Families::add(cnp_rate, t.cnp_encap_rate, {{"direction", "encap"}, {"tunnel", t.name}});
         Families::add(cnp_rate, t.cnp_decap_rate, {{"direction", "decap"}, {"tunnel", t.name}});
@@ -170,8 +172,8 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     for (size_t i = 1; i < kLocalReplyCount; ++i)
         Families::add(local, d(r.local_replies[i]),
                       {{"kind", std::string(kLocalReplyInfo[i].name)}});
-    f.list<DataplaneCounter>(nullptr, std::array<Totals<DataplaneCounter>, 1>{r.dataplane}, no_label,
-                             [](const auto& t) { return t; });
+    f.list<DataplaneCounter>(nullptr, std::array<Totals<DataplaneCounter>, 1>{r.dataplane},
+                             no_label, [](const auto& t) { return t; });
 
     MetricFamily& nb = f.family(
         "dscpgw_neighbor_resolved",
@@ -191,14 +193,13 @@ std::vector<MetricFamily> metric_families(const Report& r) {
               d(r.neighbors_expired));
 
     std::vector<std::pair<std::string, const WorkerReport*>> ws;
-    for (size_t w = 0; w < r.workers.size(); ++w)
-        ws.emplace_back(std::to_string(w), &r.workers[w]);
-    f.list<WorkerCounter>("worker", ws, [](const auto& p) { return p.first; },
-                          [](const auto& p) { return p.second->t; });
+    for (size_t w = 0; w < r.workers.size(); ++w) ws.emplace_back(std::to_string(w), &r.workers[w]);
+    f.list<WorkerCounter>(
+        "worker", ws, [](const auto& p) { return p.first; },
+        [](const auto& p) { return p.second->t; });
     f.gauge("dscpgw_tsc_hertz", "TSC frequency: cycles per second of the worker counters.",
             d(r.tsc_hz));
-    f.gauge("dscpgw_mempool_mbufs_in_use", "Packet buffers in use (all pools).",
-            d(r.mbufs_in_use));
+    f.gauge("dscpgw_mempool_mbufs_in_use", "Packet buffers in use (all pools).", d(r.mbufs_in_use));
     f.gauge("dscpgw_mempool_mbufs", "Packet buffers in the pools.", d(r.mbufs_total));
     f.gauge("dscpgw_flows_tracked", "RoCE conversations in the workers' flow tables.",
             d(r.flows_tracked));
@@ -234,8 +235,8 @@ std::string metrics_doc_table() {
     r.tunnels[0].name = "t";
     r.workers.resize(1);
     r.neighbors.push_back({"198.18.0.254", "wan", "", false});
-    const std::set<std::string> item_labels = {"port", "class", "tunnel", "worker", "address",
-                                               "version", "dpdk"};
+    const std::set<std::string> item_labels = {"port",    "class",   "tunnel", "worker",
+                                               "address", "version", "dpdk"};
     std::string o = "| metric | type | labels | meaning |\n|---|---|---|---|\n";
     for (const MetricFamily& f : metric_families(r)) {
         std::vector<std::pair<std::string, std::vector<std::string>>> labels;

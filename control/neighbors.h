@@ -33,5 +33,4 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
 // Every entry: address, port, MAC (empty while unresolved), static or learned.
 std::vector<NeighborReport> neighbor_reports(const NeighborTable& table, const Snapshot& s);
 
-
 }  // namespace dscpgw

@@ -1,10 +1,10 @@
 // Text tables and JSON for the control socket (`dscpgw ctl`), from one Report.
+#include "control/render.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <ctime>
-
-#include "control/render.h"
 
 namespace dscpgw {
 
@@ -56,6 +56,11 @@ class Json {
         return *this;
     }
     Json& raw(const std::string& v) { return value(v); }
+    // A member: key and value.
+    Json& str(const char* k, const std::string& v) { return key(k).str(v); }
+    Json& num(const char* k, uint64_t v) { return key(k).num(v); }
+    Json& dbl(const char* k, double v) { return key(k).dbl(v); }
+    Json& boolean(const char* k, bool v) { return key(k).boolean(v); }
     Json& str(const std::string& v) { return value('"' + json_escape(v) + '"'); }
     Json& num(uint64_t v) { return value(std::to_string(v)); }
     Json& dbl(double v) { return value(fmt("%.3f", v)); }
@@ -90,7 +95,8 @@ class Json {
 // A family's totals as JSON members, keyed by the entries' fields.
 template <typename Family>
 Json& json_totals(Json& j, const Totals<Family>& t) {
-    for (size_t e = 0; e < Family::count; ++e) j.key(std::string(Family::info[e].field).c_str()).num(t[e]);
+    for (size_t e = 0; e < Family::count; ++e)
+        j.key(std::string(Family::info[e].field).c_str()).num(t[e]);
     return j;
 }
 
@@ -113,74 +119,78 @@ template <typename Family>
 std::string cells(const Totals<Family>& t) {
     std::string o;
     for (size_t e = 0; e < Family::count; ++e)
-        if (!Family::info[e].column.empty())
-            o += fmt(" %*" PRIu64, column_width<Family>(e), t[e]);
+        if (!Family::info[e].column.empty()) o += fmt(" %*" PRIu64, column_width<Family>(e), t[e]);
     return o;
 }
 
 void json_flow(Json& j, const FlowReport& f) {
     j.open('{')
-        .key("src").str(f.src)
-        .key("dst").str(f.dst)
-        .key("dest_qp").num(f.dqp)
-        .key("tunnel").str(f.tunnel)
-        .key("direction").str(f.decap ? "decap" : "encap")
-        .key("packets").num(f.pkts)
-        .key("bytes").num(f.bytes)
-        .key("cnps").num(f.cnps)
-        .key("packets_per_second").dbl(f.pps)
-        .key("bytes_per_second").dbl(f.bps)
-        .key("cnps_per_second").dbl(f.cnps_per_s)
-        .key("idle_seconds").dbl(f.idle_s)
+        .str("src", f.src)
+        .str("dst", f.dst)
+        .num("dest_qp", f.dqp)
+        .str("tunnel", f.tunnel)
+        .str("direction", f.decap ? "decap" : "encap")
+        .num("packets", f.pkts)
+        .num("bytes", f.bytes)
+        .num("cnps", f.cnps)
+        .dbl("packets_per_second", f.pps)
+        .dbl("bytes_per_second", f.bps)
+        .dbl("cnps_per_second", f.cnps_per_s)
+        .dbl("idle_seconds", f.idle_s)
         .close('}');
 }
 
 void json_tunnel(Json& j, const TunnelReport& t) {
     j.open('{')
-        .key("name").str(t.name)
-        .key("type").str(t.type)
-        .key("vni").num(t.vni)
-        .key("udp_port").num(t.udp_port)
-        .key("local").str(t.local)
-        .key("remote").str(t.remote)
-        .key("outer_port").str(t.outer_port)
-        .key("inner_port").str(t.inner_port)
-        .key("next_hop").str(t.next_hop)
+        .str("name", t.name)
+        .str("type", t.type)
+        .num("vni", t.vni)
+        .num("udp_port", t.udp_port)
+        .str("local", t.local)
+        .str("remote", t.remote)
+        .str("outer_port", t.outer_port)
+        .str("inner_port", t.inner_port)
+        .str("next_hop", t.next_hop)
         .key("next_hop_resolved");
     if (t.next_hop_resolved < 0)
         j.raw("null");
     else
         j.boolean(t.next_hop_resolved == 1);
     json_totals<TunnelCounter>(j, t.t)
-        .key("cnp_encap_per_second").dbl(t.cnp_encap_rate)
-        .key("cnp_decap_per_second").dbl(t.cnp_decap_rate)
+        .dbl("cnp_encap_per_second", t.cnp_encap_rate)
+        .dbl("cnp_decap_per_second", t.cnp_decap_rate)
         .close('}');
 }
 
 void json_status(Json& j, const Report& r) {
-    j.key("version").str(r.version)
-        .key("dpdk").str(r.dpdk_version)
-        .key("config").str(r.config_path)
-        .key("generation").num(r.generation)
-        .key("uptime_seconds").dbl(r.now - r.start_time)
-        .key("last_reload").str(iso_time(r.last_reload_time))
-        .key("last_reload_result").str(reload_word(r.last_reload_ok))
-        .key("last_reload_error").str(r.last_reload_error)
-        .key("last_reload_seconds").dbl(r.last_reload_seconds)
-        .key("reloads_ok").num(r.reloads_ok)
-        .key("reloads_failed").num(r.reloads_failed)
-        .key("workers").num(r.workers.size())
-        .key("mbufs_in_use").num(r.mbufs_in_use)
-        .key("mbufs_total").num(r.mbufs_total)
-        .key("ports").open('[');
+    j.str("version", r.version)
+        .str("dpdk", r.dpdk_version)
+        .str("config", r.config_path)
+        .num("generation", r.generation)
+        .dbl("uptime_seconds", r.now - r.start_time)
+        .str("last_reload", iso_time(r.last_reload_time))
+        .str("last_reload_result", reload_word(r.last_reload_ok))
+        .str("last_reload_error", r.last_reload_error)
+        .dbl("last_reload_seconds", r.last_reload_seconds)
+        .num("reloads_ok", r.reloads_ok)
+        .num("reloads_failed", r.reloads_failed)
+        .num("workers", r.workers.size())
+        .num("mbufs_in_use", r.mbufs_in_use)
+        .num("mbufs_total", r.mbufs_total)
+        .key("ports")
+        .open('[');
     for (const PortReport& p : r.ports) {
-        j.open('{').key("name").str(p.name).key("device").str(p.device).key("role").str(p.role)
-            .key("mtu").num(p.mtu).key("link_up");
+        j.open('{')
+            .str("name", p.name)
+            .str("device", p.device)
+            .str("role", p.role)
+            .num("mtu", p.mtu)
+            .key("link_up");
         if (p.link_up < 0)
             j.raw("null");
         else
             j.boolean(p.link_up == 1);
-        j.key("speed_mbps").num(p.speed_mbps).close('}');
+        j.num("speed_mbps", p.speed_mbps).close('}');
     }
     j.close(']');
 }
@@ -209,9 +219,9 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
     if (what == CtlCommand::status) {
         json_status(j, r);
     } else if (what == CtlCommand::stats) {
-        j.key("generation").num(r.generation).key("ports").open('[');
+        j.num("generation", r.generation).key("ports").open('[');
         for (const PortReport& p : r.ports) {
-            j.open('{').key("name").str(p.name);
+            j.open('{').str("name", p.name);
             json_totals<PortCounter>(j, p.t);
             json_totals<DeviceCounter>(j, p.dev).close('}');
         }
@@ -230,10 +240,11 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
             j.key(std::string(kLocalReplyInfo[l].name).c_str()).num(r.local_replies[l]);
         j.close('}');
         json_totals<DataplaneCounter>(j, r.dataplane)
-            .key("mbufs_in_use").num(r.mbufs_in_use)
-            .key("workers").open('[');
+            .num("mbufs_in_use", r.mbufs_in_use)
+            .key("workers")
+            .open('[');
         for (const WorkerReport& w : r.workers)
-            json_totals<WorkerCounter>(j.open('{').key("lcore").num(w.lcore), w.t).close('}');
+            json_totals<WorkerCounter>(j.open('{').num("lcore", w.lcore), w.t).close('}');
         j.close(']');
     } else if (what == CtlCommand::tunnels) {
         j.key("tunnels").open('[');
@@ -242,7 +253,7 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
     } else if (what == CtlCommand::classes) {
         j.key("classes").open('[');
         for (const ClassReport& c : r.classes) {
-            j.open('{').key("name").str(c.name).key("dscp");
+            j.open('{').str("name", c.name).key("dscp");
             if (c.set_dscp < 0)
                 j.str("preserve");
             else
@@ -253,12 +264,16 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
     } else if (what == CtlCommand::neighbors) {
         j.key("neighbors").open('[');
         for (const NeighborReport& nb : r.neighbors)
-            j.open('{').key("address").str(nb.addr).key("port").str(nb.port).key("mac")
-                .str(nb.mac).key("resolved").boolean(!nb.mac.empty()).key("static")
-                .boolean(nb.is_static).close('}');
+            j.open('{')
+                .str("address", nb.addr)
+                .str("port", nb.port)
+                .str("mac", nb.mac)
+                .boolean("resolved", !nb.mac.empty())
+                .boolean("static", nb.is_static)
+                .close('}');
         j.close(']');
     } else if (what == CtlCommand::flows) {
-        j.key("tracked").num(r.flows_tracked).key("slots_per_worker").num(r.flow_slots);
+        j.num("tracked", r.flows_tracked).num("slots_per_worker", r.flow_slots);
         j.key("heaviest").open('[');
         for (const FlowReport* f : top(r.flows, n, false)) json_flow(j, *f);
         j.close(']').key("most_congested").open('[');
@@ -276,8 +291,8 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
                  r.now - r.start_time);
         o += fmt("config      %s, generation %" PRIu64 "\n", r.config_path.c_str(), r.generation);
         o += fmt("last reload %s: %s (%" PRIu64 " ok, %" PRIu64 " failed since start)\n",
-                 iso_time(r.last_reload_time).c_str(), reload_word(r.last_reload_ok),
-                 r.reloads_ok, r.reloads_failed);
+                 iso_time(r.last_reload_time).c_str(), reload_word(r.last_reload_ok), r.reloads_ok,
+                 r.reloads_failed);
         if (!r.last_reload_error.empty()) {
             std::string e = "  " + r.last_reload_error;
             for (size_t p = e.find('\n'); p != std::string::npos; p = e.find('\n', p + 3))
@@ -287,8 +302,8 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
         o += fmt("workers     %zu, mbufs in use %" PRIu64 " of %" PRIu64 "\n", r.workers.size(),
                  r.mbufs_in_use, r.mbufs_total);
         for (const PortReport& p : r.ports)
-            o += fmt("port %-12s %-6s mtu %-5u %-40s %s\n", p.name.c_str(), p.role.c_str(),
-                     p.mtu, p.device.c_str(),
+            o += fmt("port %-12s %-6s mtu %-5u %-40s %s\n", p.name.c_str(), p.role.c_str(), p.mtu,
+                     p.device.c_str(),
                      p.link_up < 0   ? "link unknown"
                      : p.link_up > 0 ? fmt("link up %u Mbps", p.speed_mbps).c_str()
                                      : "link down");
@@ -334,13 +349,13 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
         o += fmt("%-16s %-6s %8s %-24s %-24s %-10s %-10s %s\n", "TUNNEL", "TYPE", "VNI", "LOCAL",
                  "REMOTE", "OUTER", "INNER", "NEXT HOP");
         for (const TunnelReport& t : r.tunnels)
-            o += fmt("%-16s %-6s %8u %-24s %-24s %-10s %-10s %s\n", t.name.c_str(), t.type.c_str(),
-                     t.vni, t.local.c_str(), t.remote.c_str(), t.outer_port.c_str(),
-                     t.inner_port.c_str(),
-                     t.next_hop_resolved < 0
-                         ? "static MAC"
-                         : (t.next_hop + (t.next_hop_resolved ? " resolved" : " unresolved"))
-                               .c_str());
+            o += fmt(
+                "%-16s %-6s %8u %-24s %-24s %-10s %-10s %s\n", t.name.c_str(), t.type.c_str(),
+                t.vni, t.local.c_str(), t.remote.c_str(), t.outer_port.c_str(),
+                t.inner_port.c_str(),
+                t.next_hop_resolved < 0
+                    ? "static MAC"
+                    : (t.next_hop + (t.next_hop_resolved ? " resolved" : " unresolved")).c_str());
     } else if (what == CtlCommand::classes) {
         o += fmt("%-20s %-9s", "CLASS", "DSCP") + columns<ClassCounter>() + "\n";
         for (const ClassReport& c : r.classes)
@@ -352,21 +367,23 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
         for (const NeighborReport& nb : r.neighbors)
             o += fmt("%-40s %-12s %-18s %s\n", nb.addr.c_str(), nb.port.c_str(),
                      nb.mac.empty() ? "-" : nb.mac.c_str(),
-                     nb.is_static ? "static" : nb.mac.empty() ? "unresolved" : "resolved");
+                     nb.is_static     ? "static"
+                     : nb.mac.empty() ? "unresolved"
+                                      : "resolved");
     } else if (what == CtlCommand::flows) {
         if (r.flow_slots == 0) return "flow tracking is off ([metrics] flows = 0)\n";
         o += fmt("%zu RoCE conversations tracked (%u slots per worker)\n", r.flows_tracked,
                  r.flow_slots);
         for (const bool by_cnp : {false, true}) {
-            o += by_cnp ? "\nMOST CONGESTED (CNPs per second)\n" : "\nHEAVIEST (bytes per second)\n";
+            o +=
+                by_cnp ? "\nMOST CONGESTED (CNPs per second)\n" : "\nHEAVIEST (bytes per second)\n";
             o += fmt("%-28s %-28s %8s %-12s %-5s %12s %12s %10s %10s %7s\n", "SRC", "DST",
                      "DEST_QP", "TUNNEL", "DIR", "PACKETS", "BYTES/S", "CNPS", "CNPS/S", "IDLE_S");
             for (const FlowReport* f : top(r.flows, n, by_cnp))
-                o += fmt("%-28s %-28s %8u %-12s %-5s %12" PRIu64 " %12.0f %10" PRIu64
-                         " %10.1f %7.1f\n",
-                         f->src.c_str(), f->dst.c_str(), f->dqp, f->tunnel.c_str(),
-                         f->decap ? "out" : "in", f->pkts, f->bps, f->cnps, f->cnps_per_s,
-                         f->idle_s);
+                o += fmt(
+                    "%-28s %-28s %8u %-12s %-5s %12" PRIu64 " %12.0f %10" PRIu64 " %10.1f %7.1f\n",
+                    f->src.c_str(), f->dst.c_str(), f->dqp, f->tunnel.c_str(),
+                    f->decap ? "out" : "in", f->pkts, f->bps, f->cnps, f->cnps_per_s, f->idle_s);
         }
     }
     return o;

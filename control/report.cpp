@@ -148,8 +148,10 @@ void print_counters(std::FILE* out, const Report& r) {
     for (size_t l = 1; l < kLocalReplyCount; ++l)
         std::fprintf(out, "  %-20s %" PRIu64 "\n", std::string(kLocalReplyInfo[l].name).c_str(),
                      r.local_replies[l]);
-    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_too_big_sent", r.dataplane[D::icmp_too_big_sent]);
-    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_rate_limited", r.dataplane[D::icmp_rate_limited]);
+    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_too_big_sent",
+                 r.dataplane[D::icmp_too_big_sent]);
+    std::fprintf(out, "  %-20s %" PRIu64 "\n", "icmp_rate_limited",
+                 r.dataplane[D::icmp_rate_limited]);
     // One line per tunnel in a fixed shape (scripts read it); ctl and Prometheus have every field.
     std::fprintf(out, "tunnels:\n");
     for (const TunnelReport& t : r.tunnels)
@@ -165,8 +167,8 @@ void print_counters(std::FILE* out, const Report& r) {
     for (size_t d = 1; d < kDropReasonCount; ++d) {
         total += r.drops[d];
         if (r.drops[d] != 0)
-            std::fprintf(out, "  %-20s %" PRIu64 "\n",
-                         std::string(kDropReasonInfo[d].name).c_str(), r.drops[d]);
+            std::fprintf(out, "  %-20s %" PRIu64 "\n", std::string(kDropReasonInfo[d].name).c_str(),
+                         r.drops[d]);
     }
     std::fprintf(out, "  %-20s %" PRIu64 "\n", "total", total);
     if (r.dataplane[D::tx_failed] != 0)
@@ -196,8 +198,7 @@ void print_run_summary(std::FILE* out, const Report& r, double elapsed) {
                          n.mac.empty() ? "unresolved" : n.mac.c_str(),
                          n.is_static ? " (static)" : "");
         std::fprintf(out,
-                     "neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64
-                     "\n",
+                     "neighbor probes: sent %" PRIu64 ", failed %" PRIu64 ", expired %" PRIu64 "\n",
                      r.probes_sent, r.probes_failed, r.neighbors_expired);
     }
     uint64_t rx = 0, tx = 0;

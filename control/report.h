@@ -92,7 +92,7 @@ struct Report {
     std::vector<ClassReport> classes;
     ClassTotals unclassified{};
     std::vector<TunnelReport> tunnels;
-    std::array<uint64_t, kDropReasonCount> drops{};        // By DropReason; [0] unused.
+    std::array<uint64_t, kDropReasonCount> drops{};          // By DropReason; [0] unused.
     std::array<uint64_t, kLocalReplyCount> local_replies{};  // By LocalReply; [0] unused.
     Totals<DataplaneCounter> dataplane{};
     std::vector<WorkerReport> workers;
@@ -117,6 +117,5 @@ void print_run_summary(std::FILE* out, const Report& r, double elapsed);
 // Convenience for replay: one snapshot, no reloads.
 void print_counters(std::FILE* out, const Snapshot& s,
                     const std::vector<const WorkerStats*>& workers);
-
 
 }  // namespace dscpgw

@@ -54,7 +54,7 @@ ControlServer::ControlServer(const std::string& path) : path_(path) {
     const size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash != 0) {
         const std::string dir = path.substr(0, slash);
-        struct stat st{};
+        struct stat st {};
         if (stat(dir.c_str(), &st) != 0) {
             if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
                 throw std::runtime_error(
@@ -67,14 +67,13 @@ ControlServer::ControlServer(const std::string& path) : path_(path) {
     // Someone answering there is a running gateway: never take its socket away.
     const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (probe >= 0) {
-        const bool alive =
-            ::connect(probe, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+        const bool alive = ::connect(probe, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
         ::close(probe);
         if (alive)
             throw std::runtime_error("another gateway is already listening on " + path +
                                      " (set [control] socket to run a second one)");
     }
-    struct stat st{};
+    struct stat st {};
     if (lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
             throw std::runtime_error(path + " exists and is not a socket; not replacing it");

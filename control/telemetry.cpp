@@ -76,10 +76,12 @@ void render_telemetry(const Report& r, std::string_view cmd, rte_tel_data* d) {
         for (size_t i = 1; i < kLocalReplyCount; ++i)
             Tel::u64(local, kLocalReplyInfo[i].name, r.local_replies[i]);
         Tel::nest(d, "local", local);
-        tel.per_entry<ClassCounter>("class_", r.classes, [](const auto& c) { return c.name; },
-                                    [](const auto& c) { return c.t; });
-        tel.per_entry<PortCounter>("port_", r.ports, [](const auto& p) { return p.name; },
-                                   [](const auto& p) { return p.t; });
+        tel.per_entry<ClassCounter>(
+            "class_", r.classes, [](const auto& c) { return c.name; },
+            [](const auto& c) { return c.t; });
+        tel.per_entry<PortCounter>(
+            "port_", r.ports, [](const auto& p) { return p.name; },
+            [](const auto& p) { return p.t; });
     } else if (cmd == "/dscpgw/tunnels") {
         for (const TunnelReport& t : r.tunnels) {
             rte_tel_data* x = Tel::sub();

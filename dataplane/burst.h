@@ -7,9 +7,9 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
-#include "dataplane/flow_table.h"
 #include "dataplane/decap.h"
 #include "dataplane/encap.h"
+#include "dataplane/flow_table.h"
 #include "dataplane/local.h"
 #include "dataplane/stats.h"
 
@@ -104,8 +104,8 @@ class BurstCounters {
           cc_(st.bank[bank]),
           classes_(cc_.cls[ClassCounter::packets], cc_.cls[ClassCounter::bytes]),
           encaps_(cc_.tunnel[TunnelCounter::encap_packets], cc_.tunnel[TunnelCounter::encap_bytes]),
-          decaps_(cc_.tunnel[TunnelCounter::decap_packets], cc_.tunnel[TunnelCounter::decap_bytes]) {
-    }
+          decaps_(cc_.tunnel[TunnelCounter::decap_packets],
+                  cc_.tunnel[TunnelCounter::decap_bytes]) {}
 
     // Every packet, whatever became of it: its class (bytes as received) and DSCP rewrite.
     // kOuter: it arrived on an outer port (where only the VTEP's own ICMP is classified).
@@ -129,11 +129,9 @@ class BurstCounters {
         }
         if (n.roce_bth == nullptr) return;
         const bool cnp = n.roce_bth[0] == kBthOpcodeCnp;
-        if (cnp)
-            cc_.tunnel[kOuter ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].inc();
+        if (cnp) cc_.tunnel[kOuter ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].inc();
         if (bs.flows != nullptr)
-            bs.flows->add(bs.flow_run, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp,
-                          bs.now_tsc);
+            bs.flows->add(bs.flow_run, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp, bs.now_tsc);
     }
     void local(LocalReply r) { st_.local[static_cast<size_t>(r)].inc(); }
     void drop(DropReason r) { st_.drops[static_cast<size_t>(r)].inc(); }

@@ -22,44 +22,44 @@
 namespace dscpgw {
 
 // Per tunnel, in the snapshot's counter bank (kept per tunnel name across reloads).
-#define DSCPGW_TUNNEL_COUNTERS(X)                                                                 \
-    X(encap_packets, "tunnel_encap_packets_total", "", "packets", "ENCAP_PKTS",                   \
-      "Packets encapsulated into the tunnel.")                                                    \
-    X(encap_bytes, "tunnel_encap_bytes_total", "", "bytes", "",                                   \
-      "Bytes sent into the tunnel, outer headers included.")                                      \
-    X(decap_packets, "tunnel_decap_packets_total", "", "packets", "DECAP_PKTS",                   \
-      "Packets decapsulated from the tunnel.")                                                    \
-    X(decap_bytes, "tunnel_decap_bytes_total", "", "bytes", "",                                   \
-      "Bytes of the inner frames out of the tunnel.")                                             \
-    X(outer_dscp_remarked, "tunnel_outer_dscp_remarked_total", "", "packets", "BLEACHED",         \
-      "Tunnel packets whose outer DSCP differs from the one the far end sets: a network in "      \
-      "between bleached or rewrote it, and RoCE lost its priority in transit.")                   \
-    X(ecn_ce_marked, "tunnel_ecn_ce_marked_total", "", "packets", "CE",                           \
-      "Inner ECT packets marked CE on decapsulation because the outer header carried CE "         \
-      "(RFC 6040): congestion in the underlay, passed on to the receiver.")                       \
-    X(cnp_encap, "tunnel_cnp_packets_total", "direction=encap", "packets", "CNP_IN",              \
-      "RoCEv2 congestion notification packets (BTH opcode 0x81) through the tunnel, by "          \
-      "direction: encap = sent to the far side (congestion on this side), decap = received "     \
-      "from it (congestion there).")                                                              \
-    X(cnp_decap, "tunnel_cnp_packets_total", "direction=decap", "packets", "CNP_OUT",             \
+#define DSCPGW_TUNNEL_COUNTERS(X)                                                            \
+    X(encap_packets, "tunnel_encap_packets_total", "", "packets", "ENCAP_PKTS",              \
+      "Packets encapsulated into the tunnel.")                                               \
+    X(encap_bytes, "tunnel_encap_bytes_total", "", "bytes", "",                              \
+      "Bytes sent into the tunnel, outer headers included.")                                 \
+    X(decap_packets, "tunnel_decap_packets_total", "", "packets", "DECAP_PKTS",              \
+      "Packets decapsulated from the tunnel.")                                               \
+    X(decap_bytes, "tunnel_decap_bytes_total", "", "bytes", "",                              \
+      "Bytes of the inner frames out of the tunnel.")                                        \
+    X(outer_dscp_remarked, "tunnel_outer_dscp_remarked_total", "", "packets", "BLEACHED",    \
+      "Tunnel packets whose outer DSCP differs from the one the far end sets: a network in " \
+      "between bleached or rewrote it, and RoCE lost its priority in transit.")              \
+    X(ecn_ce_marked, "tunnel_ecn_ce_marked_total", "", "packets", "CE",                      \
+      "Inner ECT packets marked CE on decapsulation because the outer header carried CE "    \
+      "(RFC 6040): congestion in the underlay, passed on to the receiver.")                  \
+    X(cnp_encap, "tunnel_cnp_packets_total", "direction=encap", "packets", "CNP_IN",         \
+      "RoCEv2 congestion notification packets (BTH opcode 0x81) through the tunnel, by "     \
+      "direction: encap = sent to the far side (congestion on this side), decap = received " \
+      "from it (congestion there).")                                                         \
+    X(cnp_decap, "tunnel_cnp_packets_total", "direction=decap", "packets", "CNP_OUT",        \
       "RoCEv2 CNPs received from the far side: its receivers slow our senders down.")
 
 // Per class, in the snapshot's counter bank; index kNoClass counts the packets no class matched.
-#define DSCPGW_CLASS_COUNTERS(X)                                                  \
-    X(packets, "class_packets_total", "", "packets", "PACKETS",                   \
+#define DSCPGW_CLASS_COUNTERS(X)                                                   \
+    X(packets, "class_packets_total", "", "packets", "PACKETS",                    \
       "Packets classified into the class on the inner path, counted as received.") \
-    X(bytes, "class_bytes_total", "", "bytes", "BYTES",                           \
+    X(bytes, "class_bytes_total", "", "bytes", "BYTES",                            \
       "Bytes of the packets classified into the class, as received.")
 
 // Per port, what the workers moved.
-#define DSCPGW_PORT_COUNTERS(X)                                                                \
-    X(rx_packets, "port_dataplane_rx_packets_total", "", "packets", "RX_PKTS",                 \
-      "Packets the workers took from the port's RX queues.")                                   \
-    X(rx_bytes, "port_dataplane_rx_bytes_total", "", "bytes", "RX_BYTES",                      \
-      "Bytes of the packets the workers took from the port's RX queues.")                      \
-    X(tx_packets, "port_dataplane_tx_packets_total", "", "packets", "TX_PKTS",                 \
-      "Packets the workers handed to the port's TX queues and the device accepted.")           \
-    X(tx_bytes, "port_dataplane_tx_bytes_total", "", "bytes", "TX_BYTES",                      \
+#define DSCPGW_PORT_COUNTERS(X)                                                      \
+    X(rx_packets, "port_dataplane_rx_packets_total", "", "packets", "RX_PKTS",       \
+      "Packets the workers took from the port's RX queues.")                         \
+    X(rx_bytes, "port_dataplane_rx_bytes_total", "", "bytes", "RX_BYTES",            \
+      "Bytes of the packets the workers took from the port's RX queues.")            \
+    X(tx_packets, "port_dataplane_tx_packets_total", "", "packets", "TX_PKTS",       \
+      "Packets the workers handed to the port's TX queues and the device accepted.") \
+    X(tx_bytes, "port_dataplane_tx_bytes_total", "", "bytes", "TX_BYTES",            \
       "Bytes of the packets the workers handed to the port and the device accepted.")
 
 // Gateway-wide, summed over the workers.
@@ -71,32 +71,32 @@ namespace dscpgw {
     X(icmp_rate_limited, "icmp_rate_limited_total", "", "packets", "ICMP_LIMITED",                \
       "ICMP errors not sent because of [gateway] icmp_rate.")                                     \
     X(icmp_too_big_suppressed, "icmp_too_big_suppressed_total", "", "packets", "ICMP_SUPPRESSED", \
-      "Packets too big for their tunnel that may get no ICMP error (RFC 1812 4.3.2.7): a "       \
+      "Packets too big for their tunnel that may get no ICMP error (RFC 1812 4.3.2.7): a "        \
       "non-first fragment, an ICMP error, a source that is no unicast host.")                     \
     X(tx_failed, "tx_failed_total", "", "packets", "TX_FAILED",                                   \
       "Packets the dataplane sent that the port's TX queue refused (freed): the port is full.")
 
 // Per worker.
-#define DSCPGW_WORKER_COUNTERS(X)                                                                 \
-    X(rx_packets, "worker_packets_total", "", "packets", "RX_PKTS",                               \
-      "Packets the worker received (busy cycles divided by packets is cycles per packet).")                  \
-    X(busy_cycles, "worker_busy_cycles_total", "", "cycles", "",                                  \
-      "TSC cycles the worker spent on polls that received packets.")                              \
-    X(idle_cycles, "worker_idle_cycles_total", "", "cycles", "",                                  \
-      "TSC cycles the worker spent on empty polls.")                                              \
-    X(polls, "worker_polls_total", "", "polls", "POLLS", "Poll loop iterations of the worker.")  \
-    X(flow_evictions, "worker_flow_evictions_total", "", "flows", "EVICTIONS",                    \
+#define DSCPGW_WORKER_COUNTERS(X)                                                               \
+    X(rx_packets, "worker_packets_total", "", "packets", "RX_PKTS",                             \
+      "Packets the worker received (busy cycles divided by packets is cycles per packet).")     \
+    X(busy_cycles, "worker_busy_cycles_total", "", "cycles", "",                                \
+      "TSC cycles the worker spent on polls that received packets.")                            \
+    X(idle_cycles, "worker_idle_cycles_total", "", "cycles", "",                                \
+      "TSC cycles the worker spent on empty polls.")                                            \
+    X(polls, "worker_polls_total", "", "polls", "POLLS", "Poll loop iterations of the worker.") \
+    X(flow_evictions, "worker_flow_evictions_total", "", "flows", "EVICTIONS",                  \
       "RoCE conversations the worker's flow table evicted to make room (raise [metrics] flows " \
       "if it grows steadily).")
 
 // Frames for the gateway's own addresses, by what became of them: X(name, kind, help), counted
 // in `local_replies_total{kind}`.
-#define DSCPGW_LOCAL_REPLIES(X)                                                            \
-    X(arp, "arp_reply", "ARP requests for a port's IPv4 address, answered.")               \
-    X(icmp_echo, "icmp_echo_reply", "ICMP echo requests to a port's address, answered.")   \
+#define DSCPGW_LOCAL_REPLIES(X)                                                              \
+    X(arp, "arp_reply", "ARP requests for a port's IPv4 address, answered.")                 \
+    X(icmp_echo, "icmp_echo_reply", "ICMP echo requests to a port's address, answered.")     \
     X(nd_advert, "nd_advert", "Neighbor Solicitations for a port's IPv6 address, answered.") \
     X(icmp6_echo, "icmp6_echo_reply", "ICMPv6 echo requests to a port's address, answered.") \
-    X(learned, "neighbor_learned",                                                         \
+    X(learned, "neighbor_learned",                                                           \
       "ARP or Neighbor Discovery that told a neighbor's MAC, consumed (nothing sent).")
 
 // One counter of a family, as the lists above describe it.
@@ -109,10 +109,10 @@ struct CounterInfo {
     CounterInfo{#field, metric, label, unit, column, help},
 
 // Family F: F::count entries, indexed by F::field, described by F::info.
-#define DSCPGW_FAMILY(Name, LIST)                                                  \
-    struct Name {                                                                  \
-        enum : size_t { LIST(DSCPGW_COUNTER_ENUM) count };                         \
-        static constexpr CounterInfo info[count] = {LIST(DSCPGW_COUNTER_INFO)};    \
+#define DSCPGW_FAMILY(Name, LIST)                                               \
+    struct Name {                                                               \
+        enum : size_t { LIST(DSCPGW_COUNTER_ENUM) count };                      \
+        static constexpr CounterInfo info[count] = {LIST(DSCPGW_COUNTER_INFO)}; \
     };
 
 DSCPGW_FAMILY(TunnelCounter, DSCPGW_TUNNEL_COUNTERS)

@@ -9,40 +9,42 @@
 
 namespace dscpgw {
 
-#define DSCPGW_DROP_REASONS(X)                                                                   \
-    X(truncated,                                                                                 \
-      "the frame ends before a header it announces (Ethernet, VLAN, IP, UDP, BTH, UDP length)")  \
-    X(bad_ip_header,                                                                             \
-      "IP version differs from the EtherType, IHL below 5, or total length inconsistent with "   \
-      "the header or the frame")                                                                 \
-    X(not_ip,                                                                                    \
-      "a frame on an inner port that is neither IPv4 nor IPv6 (ARP, LLDP...): it can be neither " \
-      "classified nor routed")                                                                   \
-    X(no_route, "no tunnel route covers the inner destination")                                  \
-    X(too_big,                                                                                   \
-      "the encapsulated packet would exceed the outer port's MTU, or a decapsulated one the "    \
-      "inner port's")                                                                            \
-    X(no_headroom,                                                                               \
-      "the buffer has too little headroom for the outer headers (never with DPDK's 128-byte "    \
-      "default)")                                                                                \
-    X(multi_segment,                                                                             \
-      "a chained buffer: the gateway needs the frame in one segment (pools are sized so that a " \
-      "port's MTU fits)")                                                                        \
-    X(not_local, "an outer packet not addressed to the receiving port's VTEP address")           \
-    X(not_tunnel, "an outer packet that is not UDP to a tunnel UDP port of the receiving port")  \
-    X(outer_fragment, "an outer IP fragment (tunnel packets are not reassembled)")               \
-    X(unknown_remote, "a tunnel packet from an address that is no tunnel's remote")              \
-    X(unknown_vni, "a tunnel packet from a known remote with a VNI none of its tunnels has")     \
-    X(bad_tunnel_header,                                                                         \
-      "VXLAN I flag clear; Geneve version not 0, options past the packet, a critical option or " \
-      "an OAM frame")                                                                            \
-    X(unsupported_payload,                                                                       \
-      "Geneve protocol type other than Ethernet (0x6558), such as GCP's IPv4-in-Geneve")         \
+#define DSCPGW_DROP_REASONS(X)                                                                     \
+    X(truncated,                                                                                   \
+      "the frame ends before a header it announces (Ethernet, VLAN, IP, UDP, BTH, UDP length)")    \
+    X(bad_ip_header,                                                                               \
+      "IP version differs from the EtherType, IHL below 5, or total length inconsistent with "     \
+      "the header or the frame")                                                                   \
+    X(not_ip,                                                                                      \
+      "a frame on an inner port that is neither IPv4 nor IPv6 (ARP, LLDP...): it can be neither "  \
+      "classified nor routed")                                                                     \
+    X(no_route, "no tunnel route covers the inner destination")                                    \
+    X(too_big,                                                                                     \
+      "the encapsulated packet would exceed the outer port's MTU, or a decapsulated one the "      \
+      "inner port's")                                                                              \
+    X(no_headroom,                                                                                 \
+      "the buffer has too little headroom for the outer headers (never with DPDK's 128-byte "      \
+      "default)")                                                                                  \
+    X(multi_segment,                                                                               \
+      "a chained buffer: the gateway needs the frame in one segment (pools are sized so that a "   \
+      "port's MTU fits)")                                                                          \
+    X(not_local, "an outer packet not addressed to the receiving port's VTEP address")             \
+    X(not_tunnel, "an outer packet that is not UDP to a tunnel UDP port of the receiving port")    \
+    X(outer_fragment, "an outer IP fragment (tunnel packets are not reassembled)")                 \
+    X(unknown_remote, "a tunnel packet from an address that is no tunnel's remote")                \
+    X(unknown_vni, "a tunnel packet from a known remote with a VNI none of its tunnels has")       \
+    X(bad_tunnel_header,                                                                           \
+      "VXLAN I flag clear; Geneve version not 0, options past the packet, a critical option or "   \
+      "an OAM frame")                                                                              \
+    X(unsupported_payload,                                                                         \
+      "Geneve protocol type other than Ethernet (0x6558), such as GCP's IPv4-in-Geneve")           \
     X(bad_inner_frame, "a decapsulated frame shorter than Ethernet or with a malformed IP header") \
-    X(ecn_ce_on_not_ect, "outer CE over a Not-ECT inner packet (RFC 6040 section 4.2)")          \
-    X(local_unhandled,                                                                           \
-      "addressed to a routed LAN port's own address, but not ARP, Neighbor Discovery or echo")   \
-    X(no_neighbor, "the tunnel's next hop, or a routed LAN's host, is not resolved (yet) by ARP/ND")
+    X(ecn_ce_on_not_ect, "outer CE over a Not-ECT inner packet (RFC 6040 section 4.2)")            \
+    X(local_unhandled,                                                                             \
+      "addressed to a routed LAN port's own address, but not ARP, Neighbor Discovery or echo")     \
+    X(no_neighbor,                                                                                 \
+      "the tunnel's next hop, or a routed LAN's host, is not resolved (yet) by "                   \
+      "ARP/ND")
 
 enum class DropReason : uint8_t {
     none = 0,

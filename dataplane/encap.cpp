@@ -111,8 +111,8 @@ constexpr uint32_t outer_hdr_len() {
 // untouched. Returns the TOS the packet leaves with. kPlainFamily: 4 or 6 when the caller knows the
 // frame is untagged of that family (the IP header at byte 14), else 0.
 template <int kPlainFamily = 0>
-[[gnu::always_inline]] inline uint8_t mark_inner(const Snapshot& s, const ParsedPacket& pp,
-                                                 int cls, uint8_t* frame, PacketNotes& n) {
+[[gnu::always_inline]] inline uint8_t mark_inner(const Snapshot& s, const ParsedPacket& pp, int cls,
+                                                 uint8_t* frame, PacketNotes& n) {
     const int8_t set = cls >= 0 ? s.class_match[static_cast<size_t>(cls)].set_dscp : -1;
     const uint8_t tos = set >= 0 ? static_cast<uint8_t>(set << 2 | (pp.tos & 3)) : pp.tos;
     if (tos != pp.tos) {
@@ -161,8 +161,8 @@ DropReason check_tunnel_family(const TunnelConf& t, const NeighborTable& neighbo
 // packet; `inner_tos`: its TOS after marking.
 template <bool kV6>
 [[gnu::always_inline]] inline void encap_write(const TunnelConf& t, Frame& f, uint32_t tags,
-                                              uint32_t inner_len, uint8_t inner_tos,
-                                              uint32_t hash, uint64_t nh_mac, bool& offload) {
+                                               uint32_t inner_len, uint8_t inner_tos, uint32_t hash,
+                                               uint64_t nh_mac, bool& offload) {
     constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
     const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
@@ -223,9 +223,9 @@ template <bool kV6>
 // the notes, then the outer headers. `tags`: VLAN tag bytes to remove (RFC 7348 section 6.1: the
 // inner tag is local to the LAN); `tos`: the inner TOS after marking.
 [[gnu::always_inline]] inline void encap_tail(const TunnelConf& t, uint32_t tunnel_idx,
-                                             const ParsedPacket& pp, Frame& f, uint32_t tags,
-                                             uint32_t inner_len, uint8_t tos, uint64_t nh_mac,
-                                             Verdict& v, PacketNotes& n) {
+                                              const ParsedPacket& pp, Frame& f, uint32_t tags,
+                                              uint32_t inner_len, uint8_t tos, uint64_t nh_mac,
+                                              Verdict& v, PacketNotes& n) {
     n.tunnel_id = static_cast<int16_t>(tunnel_idx);
     v.out_port = t.outer_port;
     note_roce(n, pp, f.data);
@@ -262,7 +262,7 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     uint64_t nh_mac = 0;
     if (check_tunnel(t, *s.neighbors, f.headroom, inner_len, nh_mac) != DropReason::none)
         return false;
-    const uint8_t tos = mark_inner<kV6 ? 6 : 4>(s, pp, cls, f.data, n);
+    const uint8_t tos = mark_inner < kV6 ? 6 : 4 > (s, pp, cls, f.data, n);
     encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, nh_mac, v, n);
     return true;
 }

@@ -26,8 +26,8 @@ inline constexpr uint8_t kBthOpcodeCnp = 0x81;
 // No padding: the key is hashed and copied as bytes.
 struct FlowKey {
     uint8_t src[16] = {}, dst[16] = {};  // IPv4: the first four bytes, the rest zero.
-    uint32_t dqp = 0;                     // Destination queue pair (24 bits).
-    uint32_t family = 0;                  // 4 or 6.
+    uint32_t dqp = 0;                    // Destination queue pair (24 bits).
+    uint32_t family = 0;                 // 4 or 6.
 
     bool operator==(const FlowKey& o) const {
         uint64_t a[5], b[5];
@@ -63,7 +63,8 @@ struct alignas(64) FlowSlot {
 // The conversation of the packets just counted, not yet in the table (a worker's, per burst).
 struct FlowRun {
     uint64_t w[4] = {0, 0, 0, 0};  // Source and destination address bytes as in the packet.
-    uint64_t tag = 0;  // BTH bytes 4..7 | tunnel << 32 | decap << 48 | IPv4 << 49 | 1 << 50; 0: none.
+    uint64_t tag =
+        0;  // BTH bytes 4..7 | tunnel << 32 | decap << 48 | IPv4 << 49 | 1 << 50; 0: none.
     uint32_t n = 0, cnps = 0;
     uint64_t bytes = 0;
 };

@@ -31,10 +31,10 @@ struct Verdict {
 // What happened to the packet on the way: what the counters and the trace need, nothing the
 // forwarding depends on.
 struct PacketNotes {
-    int16_t class_id = -1;   // Matching class, -1 for none (inner path only).
-    int16_t tunnel_id = -1;  // The tunnel it entered or left by.
-    int16_t dscp_in = -1;    // Inner path: the inner DSCP received. Outer path: the outer DSCP.
-    int16_t dscp_out = -1;   // DSCP of the packet sent (inner path: the inner/outer DSCP).
+    int16_t class_id = -1;    // Matching class, -1 for none (inner path only).
+    int16_t tunnel_id = -1;   // The tunnel it entered or left by.
+    int16_t dscp_in = -1;     // Inner path: the inner DSCP received. Outer path: the outer DSCP.
+    int16_t dscp_out = -1;    // DSCP of the packet sent (inner path: the inner/outer DSCP).
     bool outer_path = false;  // Handled as tunnel traffic from an outer port (not a local reply).
     bool dscp_rewritten = false;
     bool outer_remarked = false;  // The outer DSCP was not what the far end sets.

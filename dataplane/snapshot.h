@@ -3,8 +3,8 @@
 #pragma once
 
 #include <array>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,7 +58,7 @@ struct ClassRule {
     uint64_t dscp_mask = 0;        // Bit n set: DSCP n matches.
     std::vector<Prefix> src, dst;  // Empty: any.
     int16_t set_dscp = -1;         // -1: preserve.
-    int8_t pcp = -1;               // 802.1p priority dscpgw-hostmark sets on tagged frames; -1: keep.
+    int8_t pcp = -1;  // 802.1p priority dscpgw-hostmark sets on tagged frames; -1: keep.
 };
 
 // ClassRule compiled for the hot path: plain data, the port/opcode/protocol keys folded into one
@@ -185,7 +185,7 @@ inline DecapKey make_decap_key(uint8_t family, const uint8_t* remote, uint32_t v
 
 struct Snapshot {
     uint64_t generation = 1;  // Set by the owner: +1 per configuration that went live.
-    uint8_t bank = 0;          // Which of each worker's ConfigCounters banks this snapshot counts in.
+    uint8_t bank = 0;  // Which of each worker's ConfigCounters banks this snapshot counts in.
     uint32_t icmp_rate = 100;  // ICMP errors per second per worker; 0: none.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;

@@ -85,6 +85,7 @@ int worker_main(void* arg) {
     }
     rte_rcu_qsbr_thread_offline(c.rcu, c.queue);
     rte_rcu_qsbr_thread_unregister(c.rcu, c.queue);
+    c.finished.store(true, std::memory_order_release);
     return 0;
 }
 

@@ -21,7 +21,7 @@ struct WorkerContext {
     // (thread id: `queue`), after which the control thread may free a snapshot it replaced.
     const std::atomic<const Snapshot*>* snap = nullptr;
     rte_rcu_qsbr* rcu = nullptr;
-    FlowTable* flows = nullptr;   // This worker's RoCE conversations; none: not tracked.
+    FlowTable* flows = nullptr;      // This worker's RoCE conversations; none: not tracked.
     std::vector<uint16_t> eth_port;  // Config port index -> ethdev port id.
     std::vector<uint8_t>
         poll_rx;         // Config port index -> whether this worker polls an RX queue there.
@@ -30,6 +30,10 @@ struct WorkerContext {
     const std::atomic<bool>* stop = nullptr;
     rte_ring* inject =
         nullptr;  // Frames the control thread asks this worker to send (m->port: config port).
+    // Set (release) by worker_main as it returns: whoever waited for the lcore
+    // (rte_eal_wait_lcore, whose synchronisation sits in the uninstrumented EAL) acquires it
+    // before freeing the context, so the hand-back is visible to ThreadSanitizer as well.
+    mutable std::atomic<bool> finished{false};
 };
 
 // Runs until *ctx.stop becomes true. Suitable for rte_eal_remote_launch (argument: WorkerContext*).

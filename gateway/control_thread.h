@@ -1,7 +1,8 @@
-// The control thread of `dscpgw run` (the EAL-free parts are in control/): owns the running config and snapshot, reloads (control
-// socket, SIGHUP), neighbor probing, flow sampling, and serves the control socket, the Prometheus
-// endpoint and DPDK telemetry. Workers never wait on it; it waits on them only in
-// rte_rcu_qsbr_synchronize() after publishing a snapshot, which takes one poll of each worker.
+// The control thread of `dscpgw run` (the EAL-free parts are in control/): owns the running config
+// and snapshot, reloads (control socket, SIGHUP), neighbor probing, flow sampling, and serves the
+// control socket, the Prometheus endpoint and DPDK telemetry. Workers never wait on it; it waits on
+// them only in rte_rcu_qsbr_synchronize() after publishing a snapshot, which takes one poll of each
+// worker.
 #pragma once
 
 #include <atomic>
@@ -94,7 +95,7 @@ class ControlPlane {
     std::string last_reload_error_;
     uint64_t reloads_ok_ = 0, reloads_failed_ = 0;
     uint64_t last_tick_tsc_ = 0, last_flow_tsc_ = 0;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> cnp_prev_;   // Tunnel -> (encap, decap).
+    std::map<std::string, std::pair<uint64_t, uint64_t>> cnp_prev_;  // Tunnel -> (encap, decap).
     std::map<std::string, std::pair<double, double>> cnp_rate_;
     std::vector<int> link_state_;
     std::unique_ptr<ControlServer> server_;

@@ -163,11 +163,14 @@ void place_control_thread(std::thread& t) {
     }
     if (CPU_COUNT(&free_cpus) != 0 &&
         pthread_setaffinity_np(t.native_handle(), sizeof free_cpus, &free_cpus) == 0) {
-        std::printf("dscpgw: one lcore: the control thread runs on the %d CPU(s) the EAL does not "
-                    "use\n", CPU_COUNT(&free_cpus));
+        std::printf(
+            "dscpgw: one lcore: the control thread runs on the %d CPU(s) the EAL does not "
+            "use\n",
+            CPU_COUNT(&free_cpus));
     } else {
-        std::printf("dscpgw: one lcore and no CPU left for the control thread: it shares the "
-                    "worker's core (give the EAL a second lcore, such as -l 0,1)\n");
+        std::printf(
+            "dscpgw: one lcore and no CPU left for the control thread: it shares the "
+            "worker's core (give the EAL a second lcore, such as -l 0,1)\n");
     }
     std::fflush(stdout);
 }
@@ -241,8 +244,7 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
     std::string err;
     for (size_t i = 0; i < nports; ++i) {
         const PortConf& pc = cfg.ports[i];
-        if (rte_eth_dev_get_port_by_name(device_name(pc.device).c_str(), &ports.eth_port[i]) !=
-            0) {
+        if (rte_eth_dev_get_port_by_name(device_name(pc.device).c_str(), &ports.eth_port[i]) != 0) {
             std::fprintf(stderr,
                          "dscpgw run: ports[%zu] (%s): device \"%s\" was not found by DPDK\n", i,
                          pc.name.c_str(), pc.device.c_str());
@@ -257,8 +259,8 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
         const int sock = rte_eth_dev_socket_id(ports.eth_port[i]);
         ports.socket[i] = sock < 0 ? static_cast<int>(rte_socket_id()) : sock;
         // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
-        socket_mbufs[ports.socket[i]] += ports.plans[i].rxq * kRxDesc +
-                                         ports.plans[i].txq * kTxDesc + workers * 2 * kBurst;
+        socket_mbufs[ports.socket[i]] +=
+            ports.plans[i].rxq * kRxDesc + ports.plans[i].txq * kTxDesc + workers * 2 * kBurst;
     }
     const uint32_t room =
         std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, max_mtu + 14 + 8 + 4) + RTE_PKTMBUF_HEADROOM;
@@ -329,7 +331,11 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
         for (unsigned w = 0; w < workers; ++w)
             rte_eal_remote_launch(worker_main, &ctxs[w], lcores[w]);
         control_loop();  // The main lcore is the control thread.
-        for (unsigned w = 0; w < workers; ++w) rte_eal_wait_lcore(lcores[w]);
+        for (unsigned w = 0; w < workers; ++w) {
+            rte_eal_wait_lcore(lcores[w]);
+            while (!ctxs[w].finished.load(std::memory_order_acquire)) {
+            }
+        }
     } else {
         // One lcore: it forwards; the control thread is an ordinary thread on the CPUs the EAL
         // does not use, or, where there are none, sharing the worker's (said at start).

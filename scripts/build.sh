@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds dscpgw: build/ (release: the binary, unit tests, benchmarks) and, with --sanitize,
-# build-san/ (clang, ASan+UBSan, the libFuzzer target).
+# build-san/ (clang, ASan+UBSan, the libFuzzer target) and build-tsan/ (clang, ThreadSanitizer:
+# the binary and the unit tests, for the concurrent tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,4 +17,9 @@ if [ "${1:-}" = "--sanitize" ]; then
       -Dcpp_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all >/dev/null
   fi
   ninja -C build-san >/dev/null
+  if [ ! -f build-tsan/build.ninja ]; then
+    CC=clang CXX=clang++ meson setup build-tsan --buildtype=debug -Doptimization=1 \
+      -Db_sanitize=thread -Db_lundef=false -Dbench=false >/dev/null
+  fi
+  ninja -C build-tsan dscpgw tests/unit_tests >/dev/null
 fi

@@ -4,8 +4,8 @@
 set -euo pipefail
 
 packages=(
-  # Build.
-  build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
+  # Build, and the formatting check of the test run.
+  build-essential meson ninja-build pkg-config clang libclang-rt-14-dev clang-format
   libdpdk-dev dpdk libtomlplusplus-dev libpcap-dev
   # The control plane: the Prometheus exposer (civetweb inside prometheus-cpp-pull).
   prometheus-cpp-dev

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every test: unit tests (release, and again under ASan+UBSan), the golden
+# Installs, builds and runs every test: the formatting check (clang-format), unit tests (release,
+# again under ASan+UBSan and under ThreadSanitizer), the golden
 # replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
 # kernel's VXLAN as the gateway's peer; dscpgw-hostmark's BPF classifier on a veth), the control
-# plane (control socket, Prometheus, telemetry, reloads under load), and a bounded
-# libFuzzer run.
+# plane (control socket, Prometheus, telemetry, reloads under load), the concurrent tests again
+# with a ThreadSanitizer build of the gateway (workers and the control thread on pcap, net_ring
+# and memif vdevs, reloads under RCU, reloads under load), and a bounded libFuzzer run.
 # Ends with "N passed, N failed[, N skipped]"; exits non-zero if anything failed.
 # FUZZ_SECONDS (default 60) bounds the fuzzer.
 set -uo pipefail
@@ -18,6 +20,21 @@ fi
 
 passed=0 failed=0 skipped=0
 log=$(mktemp -d)
+
+# Formatting: every C/C++ source as .clang-format has it; a diff fails the run.
+echo "== format (clang-format, .clang-format)"
+unformatted=()
+while IFS= read -r f; do
+  clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || unformatted+=("$f")
+done < <(git ls-files '*.cpp' '*.h' '*.c' 2>/dev/null || find . -path ./build\* -prune -o \( -name '*.cpp' -o -name '*.h' -o -name '*.c' \) -print)
+if [ ${#unformatted[@]} -eq 0 ]; then
+  echo "   1 passed, 0 failed"
+  passed=$((passed + 1))
+else
+  echo "   not formatted (clang-format -i FILE): ${unformatted[*]}"
+  echo "   0 passed, 1 failed"
+  failed=$((failed + 1))
+fi
 
 # gtest prints "[  PASSED  ] N tests." and, on failure, "[  FAILED  ] N tests, listed below:".
 gtest() {
@@ -38,6 +55,9 @@ gtest() {
 gtest unit ./build/tests/unit_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   gtest unit-asan-ubsan ./build-san/tests/unit_tests
+# ThreadSanitizer: a report stops the process (exit 66), which fails the test that ran it.
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+  gtest unit-tsan ./build-tsan/tests/unit_tests
 
 # The Python suites print PASS/FAIL/SKIP lines and end with "<name>: N passed, N failed, N skipped".
 pysuite() {
@@ -46,13 +66,13 @@ pysuite() {
   /usr/bin/python3 "$@" >"$log/$name.log" 2>&1
   grep -E '^(PASS|FAIL|SKIP)' "$log/$name.log" | sed 's/^/   /'
   local summary p f s
-  summary=$(grep -E "^$name: " "$log/$name.log" | tail -1)
+  summary=$(grep -E "^[a-z_-]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$" "$log/$name.log" | tail -1)
   if [ -z "$summary" ]; then
     tail -30 "$log/$name.log"
     failed=$((failed + 1))
     return
   fi
-  read -r p f s < <(echo "$summary" | sed -E "s/$name: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/")
+  read -r p f s < <(echo "$summary" | sed -E "s/^[a-z_-]+: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/")
   [ "$f" -ne 0 ] && grep -A12 '^FAIL' "$log/$name.log"
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
@@ -64,6 +84,16 @@ pysuite hostmark "dscpgw-hostmark's eBPF classifier on a veth between namespaces
   tests/hostmark/test_hostmark.py "$PWD/build/hostmark/dscpgw-hostmark"
 pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, reloads under load" \
   tests/control/test_control.py "$PWD/build/dscpgw"
+
+# The concurrent tests again, with the ThreadSanitizer build: `dscpgw run` with workers and the
+# control thread (two workers on one CPU with reloads under RCU; pcap, net_ring and memif vdevs),
+# and the control plane's suite (ctl, Prometheus, telemetry, reloads, reloads under load).
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
+GOLDEN_ONLY=run_ pysuite golden-tsan "dscpgw run under ThreadSanitizer" \
+  tests/golden/test_replay.py "$PWD/build-tsan/dscpgw"
+DSCPGW_LOAD_RATE=800 pysuite control-tsan "the control plane under ThreadSanitizer" \
+  tests/control/test_control.py "$PWD/build-tsan/dscpgw"
+unset TSAN_OPTIONS
 
 echo "== fuzz (libFuzzer, ASan+UBSan, ${FUZZ_SECONDS:-60}s over both directions)"
 corpus=$log/corpus

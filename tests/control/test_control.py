@@ -489,8 +489,11 @@ def pcap_suite():
 # Reloads under load: two valid configs alternate (and invalid ones are refused) while a known
 # number of packets crosses the gateway; every packet comes out, marked wholly by one config.
 
-N_LOAD = 12000
-RATE = 4000  # Packets per second: well within what af_packet and dumpcap keep up with here.
+N_LOAD = int(os.environ.get("DSCPGW_LOAD_PACKETS", 12000))
+# Packets per second: well within what af_packet and dumpcap keep up with here. The
+# ThreadSanitizer run slows each reload about tenfold and sends slower, so that as many reloads
+# fall within the traffic.
+RATE = int(os.environ.get("DSCPGW_LOAD_RATE", 4000))
 
 SENDER = r"""
 import socket, sys, time

@@ -4,8 +4,8 @@
 // past the frame or the buffer, or any undefined behaviour, stops the run.
 // It also holds the shortcuts to their reference: the straight-line parse of plain IPv4/UDP must
 // equal the general parser's result, the plain-IPv4 encapsulation and decapsulation must equal
-// the general paths', and a packet processed with a per-burst decap cache that has just seen it must come out
-// as it does without one.
+// the general paths', and a packet processed with a per-burst decap cache that has just seen it
+// must come out as it does without one.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -62,7 +62,8 @@ TEST(Config, ErrorsNameKeyAndPosition) {
         {"[gateway]\nx = 1\n", "t.toml:2:5: gateway.x: unknown key"},
         {"[gateway]\nworkers = 0\n", "gateway.workers: 0 is out of range 1..128"},
         {"[metric]\n", "t.toml:1:1: metric: unknown key"},
-        {"[metrics]\nlisten = \"9550\"\n", "t.toml:2:10: metrics.listen: expected \"ADDRESS:PORT\""},
+        {"[metrics]\nlisten = \"9550\"\n",
+         "t.toml:2:10: metrics.listen: expected \"ADDRESS:PORT\""},
         {"[metrics]\nlisten = \"127.0.0.1:0\"\n", "metrics.listen: expected"},
         {"[metrics]\nlisten = \"localhost:9550\"\n", "metrics.listen: expected"},
         {"[metrics]\nflows = 70000\n", "metrics.flows: 70000 is out of range 0..65536"},
@@ -128,7 +129,8 @@ TEST(Config, MetricsAndControlSections) {
     }
 }
 
-// What a reload may change live, and what needs a restart (gateway/control_thread.cpp refuses those).
+// What a reload may change live, and what needs a restart (gateway/control_thread.cpp refuses
+// those).
 TEST(Config, RestartReasons) {
     const std::string base = std::string(kPorts) +
                              "[[classes]]\nname = \"c\"\nmatch = { udp_dst_port = 4791 }\n"
@@ -138,8 +140,9 @@ TEST(Config, RestartReasons) {
     // Classes, DSCP values, tunnels, routes: live.
     std::string live = base;
     live.replace(live.find("dscp = 26"), 9, "dscp = 46");
-    live += "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\nremote = \"198.18.0.2\"\n"
-            "next_hop_mac = \"02:00:00:00:00:01\"\nroutes = [\"10.0.0.0/8\"]\n";
+    live +=
+        "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\nremote = \"198.18.0.2\"\n"
+        "next_hop_mac = \"02:00:00:00:00:01\"\nroutes = [\"10.0.0.0/8\"]\n";
     EXPECT_TRUE(restart_reasons(a, parse_config(live, "t.toml")).empty());
     // A port MTU is the control plane's to check against its buffers, not a restart reason.
     std::string mtu = base;

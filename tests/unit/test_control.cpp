@@ -9,9 +9,9 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "control/flows.h"
@@ -70,9 +70,9 @@ TEST(NamedTotals, CountersFollowNamesAcrossReloads) {
     w0->bank[1].tunnel[TunnelCounter::encap_packets][0].add(1);
     const auto c = t.classes(*b, cws);
     ASSERT_EQ(c.size(), 2u);
-    EXPECT_EQ(c[0][0], 9u);    // y: 7 before the reload, 2 after.
+    EXPECT_EQ(c[0][0], 9u);  // y: 7 before the reload, 2 after.
     EXPECT_EQ(c[0][1], 900u);
-    EXPECT_EQ(c[1][0], 0u);    // z: new.
+    EXPECT_EQ(c[1][0], 0u);  // z: new.
     EXPECT_EQ(t.unclassified(*b, cws)[0], 3u);
     const auto tt = t.tunnels(*b, cws);
     ASSERT_EQ(tt.size(), 1u);
@@ -98,7 +98,8 @@ FlowKey key(uint8_t last, uint32_t qp) {
 TEST(FlowTable, CountsAndEvictsTheLongestIdle) {
     FlowTable ft(4);  // One set of four ways.
     ASSERT_EQ(ft.size(), 4u);
-    for (uint8_t i = 1; i <= 4; ++i) ft.update(key(i, 7), 0, false, 1, 100, (false) ? 1 : 0, i * 10);
+    for (uint8_t i = 1; i <= 4; ++i)
+        ft.update(key(i, 7), 0, false, 1, 100, (false) ? 1 : 0, i * 10);
     ft.update(key(1, 7), 0, false, 1, 100, (true) ? 1 : 0, 50);  // 1 is now the most recent.
     ft.update(key(5, 7), 1, true, 1, 60, (false) ? 1 : 0, 60);   // Evicts 2, idle since 20.
     EXPECT_EQ(ft.evictions(), 1u);
@@ -124,7 +125,8 @@ TEST(FlowTable, CountsAndEvictsTheLongestIdle) {
 TEST(FlowTable, BoundedWhateverTheTraffic) {
     FlowTable ft(100);
     ASSERT_EQ(ft.size(), 128u);  // Rounded up to a power of two.
-    for (uint32_t i = 0; i < 20000; ++i) ft.update(key(static_cast<uint8_t>(i), i), 0, false, 1, 64, (false) ? 1 : 0, i);
+    for (uint32_t i = 0; i < 20000; ++i)
+        ft.update(key(static_cast<uint8_t>(i), i), 0, false, 1, 64, (false) ? 1 : 0, i);
     uint32_t used = 0;
     for (uint32_t i = 0; i < ft.size(); ++i) {
         FlowSample s;
@@ -151,7 +153,8 @@ TEST(FlowTable, AddsFromHeadersInRuns) {
     ft.add(run, v4, cnp, 2, false, true, 11);
     ft.add(run, v6, data, 2, true, false, 12);
     ft.add(run, v6, data, 2, true, false, 12);
-    ft.add(run, v4, data, 2, false, false, 13);  // The first conversation again: merged in the table.
+    ft.add(run, v4, data, 2, false, false,
+           13);  // The first conversation again: merged in the table.
     ft.flush(run, 13);
     ft.flush(run, 14);  // Nothing left: no effect.
     std::map<std::pair<uint32_t, uint32_t>, FlowSample> got;
@@ -210,8 +213,8 @@ TEST(Metrics, EveryDropReasonAndConventionalNames) {
     const auto fams = metric_families(r);
     const std::string text = prometheus::TextSerializer().Serialize(fams);
     for (size_t d = 1; d < kDropReasonCount; ++d)
-        EXPECT_NE(text.find("dscpgw_drops_total{reason=\"" +
-                            std::string(kDropReasonInfo[d].name) + "\"}"),
+        EXPECT_NE(text.find("dscpgw_drops_total{reason=\"" + std::string(kDropReasonInfo[d].name) +
+                            "\"}"),
                   std::string::npos)
             << kDropReasonInfo[d].name;
     EXPECT_NE(text.find("dscpgw_drops_total{reason=\"no_route\"} 4\n"), std::string::npos);
@@ -236,7 +239,7 @@ TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
     EXPECT_NE(body.find("no gateway is running"), std::string::npos) << body;
     {
         ControlServer srv(path);
-        struct stat st{};
+        struct stat st {};
         ASSERT_EQ(stat(path.c_str(), &st), 0);
         EXPECT_EQ(st.st_mode & 0777, 0600u);
         ASSERT_EQ(stat(dir.c_str(), &st), 0);
@@ -244,10 +247,11 @@ TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
         EXPECT_THROW(ControlServer second(path), std::runtime_error);  // Someone answers there.
         std::atomic<bool> stop{false};
         std::thread t([&] {
-            while (!stop) srv.serve(20, [](const std::string& req, bool& ok) {
-                ok = req != "bad";
-                return "got [" + req + "]\n";
-            });
+            while (!stop)
+                srv.serve(20, [](const std::string& req, bool& ok) {
+                    ok = req != "bad";
+                    return "got [" + req + "]\n";
+                });
         });
         EXPECT_EQ(control_request(path, "stats --json", body), 0);
         EXPECT_EQ(body, "got [stats --json]\n");
@@ -256,7 +260,7 @@ TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
         stop = true;
         t.join();
     }
-    struct stat st{};
+    struct stat st {};
     EXPECT_NE(stat(path.c_str(), &st), 0) << "the socket is removed on exit";
     // A stale socket file (its gateway died without removing it) is refused by clients with a
     // clear message and replaced by the next gateway.
@@ -270,14 +274,18 @@ TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
     EXPECT_NE(body.find("refuses connections"), std::string::npos) << body;
     EXPECT_NO_THROW(ControlServer again(path));
     // A file that is not a socket is never replaced.
-    { std::FILE* f = std::fopen(path.c_str(), "w"); std::fclose(f); }
+    {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        std::fclose(f);
+    }
     EXPECT_THROW(ControlServer over_file(path), std::runtime_error);
     // A directory that cannot be created: the message says what to set.
     try {
         ControlServer nowhere(path + "/under-a-file/g.sock");
         ADD_FAILURE() << "a socket under a regular file";
     } catch (const std::runtime_error& e) {
-        EXPECT_NE(std::string(e.what()).find("set [control] socket"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("set [control] socket"), std::string::npos)
+            << e.what();
     }
     std::string cmd = "rm -rf " + std::string(tmpl);
     EXPECT_EQ(std::system(cmd.c_str()), 0);
