@@ -5,8 +5,9 @@
 // bounded whatever the traffic.
 //
 // Single writer (the worker); the control thread reads concurrently. A slot's key is guarded by a
-// sequence number (odd while the worker rewrites it); the reader retries a slot whose number moved
-// and the counters are relaxed atomics, so it never sees a torn key or a torn value.
+// sequence number (odd while the worker rewrites it); the reader retries a slot whose number moved.
+// The key's words and the counters are relaxed atomics, so the reader never sees a torn key or a
+// torn value and the program has no data race (the ThreadSanitizer run checks it).
 #pragma once
 
 #include <rte_byteorder.h>
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 
 #include "dataplane/counters.h"
@@ -23,7 +25,7 @@ namespace dscpgw {
 
 inline constexpr uint8_t kBthOpcodeCnp = 0x81;
 
-// No padding: the key is hashed and copied as bytes.
+// No padding: the key is hashed and copied as bytes (five 64-bit words).
 struct FlowKey {
     uint8_t src[16] = {}, dst[16] = {};  // IPv4: the first four bytes, the rest zero.
     uint32_t dqp = 0;                    // Destination queue pair (24 bits).
@@ -50,10 +52,34 @@ struct FlowKey {
     }
 };
 
+static_assert(sizeof(FlowKey) == 40);
+
 struct alignas(64) FlowSlot {
     std::atomic<uint32_t> seq{0};  // Odd: the key is being rewritten. 0: never used.
-    // Owner: the worker (rw); the control thread reads under `seq`.
-    FlowKey key;
+    // Owner: the worker (rw); the control thread reads under `seq`. Relaxed atomic words (plain
+    // moves on x86), so that the reader's retried copy is no data race either.
+    std::atomic<uint64_t> key[sizeof(FlowKey) / 8] = {};
+
+    bool key_is(const FlowKey& k) const {
+        uint64_t w[sizeof(FlowKey) / 8];
+        std::memcpy(w, &k, sizeof w);
+        uint64_t diff = 0;
+        for (size_t i = 0; i < std::size(w); ++i)
+            diff |= key[i].load(std::memory_order_relaxed) ^ w[i];
+        return diff == 0;
+    }
+    void set_key(const FlowKey& k) {
+        uint64_t w[sizeof(FlowKey) / 8];
+        std::memcpy(w, &k, sizeof w);
+        for (size_t i = 0; i < std::size(w); ++i) key[i].store(w[i], std::memory_order_relaxed);
+    }
+    FlowKey get_key() const {
+        uint64_t w[sizeof(FlowKey) / 8];
+        for (size_t i = 0; i < std::size(w); ++i) w[i] = key[i].load(std::memory_order_relaxed);
+        FlowKey k;
+        std::memcpy(&k, w, sizeof k);
+        return k;
+    }
     std::atomic<int16_t> tunnel{-1};
     std::atomic<uint8_t> decap{0};  // 1: the conversation comes out of the tunnel.
     std::atomic<uint64_t> born_tsc{0}, last_tsc{0};
@@ -165,7 +191,7 @@ class FlowTable {
                 if (victim_last != 0) victim = &s, victim_last = 0;
                 continue;
             }
-            if (s.key == k) {
+            if (s.key_is(k)) {
                 bump(s, tunnel, decap, pkts, bytes, cnps, now);
                 return;
             }
@@ -176,7 +202,7 @@ class FlowTable {
         if (q != 0) evictions_->inc();
         victim->seq.store(q | 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
-        victim->key = k;
+        victim->set_key(k);
         victim->pkts.store(0, std::memory_order_relaxed);
         victim->bytes.store(0, std::memory_order_relaxed);
         victim->cnps.store(0, std::memory_order_relaxed);
@@ -191,7 +217,7 @@ class FlowTable {
         const uint32_t q1 = s.seq.load(std::memory_order_acquire);
         if (q1 == 0 || (q1 & 1) != 0) return false;
         const auto rlx = std::memory_order_relaxed;
-        std::memcpy(&out.key, &s.key, sizeof out.key);
+        out.key = s.get_key();
         out.born_tsc = s.born_tsc.load(rlx);
         out.last_tsc = s.last_tsc.load(rlx);
         out.pkts = s.pkts.load(rlx);

@@ -136,6 +136,34 @@ TEST(FlowTable, BoundedWhateverTheTraffic) {
     EXPECT_EQ(ft.evictions(), 20000u - 128u);
 }
 
+// The worker rewrites slots while the control thread reads them: every key read is one the worker
+// wrote, never a mix of two (the ThreadSanitizer run of the unit tests also holds the reads to be
+// free of data races).
+TEST(FlowTable, ConcurrentReaderSeesWholeKeys) {
+    FlowTable ft(8);
+    std::atomic<bool> done{false};
+    std::thread worker([&] {
+        for (uint32_t i = 0; i < 200000; ++i) {
+            FlowKey k = key(static_cast<uint8_t>(i), i & 0xffffff);
+            std::memset(k.dst, static_cast<int>(i & 0xff), sizeof k.dst);  // Derived from dqp.
+            ft.update(k, 0, false, 1, 64, 0, i);
+        }
+        done.store(true);
+    });
+    uint64_t reads = 0;
+    while (!done.load()) {
+        for (uint32_t i = 0; i < ft.size(); ++i) {
+            FlowSample s;
+            if (!ft.read(i, s)) continue;
+            ++reads;
+            ASSERT_EQ(s.key.src[3], static_cast<uint8_t>(s.key.dqp)) << "torn key";
+            for (const uint8_t b : s.key.dst) ASSERT_EQ(b, static_cast<uint8_t>(s.key.dqp));
+        }
+    }
+    worker.join();
+    EXPECT_GT(reads, 0u);
+}
+
 // The worker's path: conversations read from the IP header and BTH as they lie in the frame,
 // consecutive packets of one accumulated before they reach the table.
 TEST(FlowTable, AddsFromHeadersInRuns) {
