@@ -91,24 +91,25 @@ const auto no_label = [](const auto&) { return std::string(); };
 
 }  // namespace
 
+namespace {
+
+// "HEAD: name = help; ...", from a list whose entry 0 is "none".
+template <typename Info, size_t N>
+std::string enumerated_help(std::string head, const Info (&list)[N]) {
+    for (size_t i = 1; i < N; ++i)
+        head.append(i == 1 ? ": " : "; ").append(list[i].name).append(" = ").append(list[i].help);
+    return head.append(".");
+}
+
+}  // namespace
+
 std::string drops_help() {
-    std::string h = "Packets the dataplane dropped, by reason";
-    for (size_t i = 1; i < kDropReasonCount; ++i)
-        h.append(i == 1 ? ": " : "; ")
-            .append(kDropReasonInfo[i].name)
-            .append(" = ")
-            .append(kDropReasonInfo[i].help);
-    return h.append(".");
+    return enumerated_help("Packets the dataplane dropped, by reason", kDropReasonInfo);
 }
 
 std::string local_replies_help() {
-    std::string h = "Frames for the gateway's own addresses, by what became of them";
-    for (size_t i = 1; i < kLocalReplyCount; ++i)
-        h.append(i == 1 ? ": " : "; ")
-            .append(kLocalReplyInfo[i].name)
-            .append(" = ")
-            .append(kLocalReplyInfo[i].help);
-    return h;
+    return enumerated_help("Frames for the gateway's own addresses, by what became of them",
+                           kLocalReplyInfo);
 }
 
 std::vector<MetricFamily> metric_families(const Report& r) {

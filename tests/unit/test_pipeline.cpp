@@ -653,19 +653,31 @@ TEST_F(Pipeline, NoHeadroomLeavesFrameUntouched) {
     EXPECT_EQ(t.bytes(), in);
 }
 
-TEST(Burst, CountsAndMultiSegmentDropped) {
-    const Config cfg = parse_config(kConfig, "unit.toml");
-    NeighborTable neighbors;
-    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
-    rte_mempool* pool =
-        rte_pktmbuf_pool_create("unit_burst", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
-    ASSERT_NE(pool, nullptr);
-    const unsigned start = rte_mempool_avail_count(pool);
-    auto put = [&](const Bytes& b) {
+// The burst tests' world: the unit config's snapshot and a small mbuf pool to put frames in.
+class Burst : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
+        pool = rte_pktmbuf_pool_create(("unit_burst" + std::to_string(++pools)).c_str(), 63, 0, 0,
+                                       2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+        ASSERT_NE(pool, nullptr);
+    }
+    void TearDown() override { rte_mempool_free(pool); }
+    rte_mbuf* put(const Bytes& b) {
         rte_mbuf* m = rte_pktmbuf_alloc(pool);
         std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(b.size())), b.data(), b.size());
         return m;
-    };
+    }
+
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    NeighborTable neighbors;
+    std::unique_ptr<Snapshot> snap;
+    rte_mempool* pool = nullptr;
+    static inline int pools = 0;
+};
+
+TEST_F(Burst, CountsAndMultiSegmentDropped) {
+    const unsigned start = rte_mempool_avail_count(pool);
     rte_mbuf* pkts[4] = {
         put(roce4("10.10.0.5", "10.20.0.9", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0, 0x81)),
         put(roce4("10.10.0.5", "192.0.2.1", 0)), put(roce4("10.10.0.5", "10.20.0.9", 0))};
@@ -696,23 +708,11 @@ TEST(Burst, CountsAndMultiSegmentDropped) {
     EXPECT_EQ(st->dataplane[DataplaneCounter::dscp_rewrites][0].get(), 3u);
     for (rte_mbuf* m : out) rte_pktmbuf_free(m);
     EXPECT_EQ(rte_mempool_avail_count(pool), start) << "dropped packets are freed, none leaked";
-    rte_mempool_free(pool);
 }
 
 // A DF packet too big for its tunnel gets an ICMP error, unless its sender is no unicast host
 // (RFC 1812 4.3.2.7): then the error is counted as suppressed.
-TEST(Burst, TooBigAnsweredOrSuppressed) {
-    const Config cfg = parse_config(kConfig, "unit.toml");
-    NeighborTable neighbors;
-    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
-    rte_mempool* pool =
-        rte_pktmbuf_pool_create("unit_big", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
-    ASSERT_NE(pool, nullptr);
-    auto put = [&](const Bytes& b) {
-        rte_mbuf* m = rte_pktmbuf_alloc(pool);
-        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(b.size())), b.data(), b.size());
-        return m;
-    };
+TEST_F(Burst, TooBigAnsweredOrSuppressed) {
     rte_mbuf* pkts[2] = {put(roce4("10.10.0.5", "10.20.0.9", 0, 4, 1700)),
                          put(roce4("224.0.0.9", "10.20.0.9", 0, 4, 1700))};
     auto st = std::make_unique<WorkerStats>();
@@ -730,7 +730,6 @@ TEST(Burst, TooBigAnsweredOrSuppressed) {
     EXPECT_EQ(st->dataplane[DataplaneCounter::icmp_too_big_sent][0].get(), 1u);
     EXPECT_EQ(st->dataplane[DataplaneCounter::icmp_too_big_suppressed][0].get(), 1u);
     for (rte_mbuf* m : out) rte_pktmbuf_free(m);
-    rte_mempool_free(pool);
 }
 
 }  // namespace
