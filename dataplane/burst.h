@@ -107,11 +107,11 @@ class BurstCounters {
           decaps_(cc_.tunnel[TunnelCounter::decap_packets],
                   cc_.tunnel[TunnelCounter::decap_bytes]) {}
 
-    // Every packet, whatever became of it: its class (bytes as received) and DSCP rewrite.
-    // kOuter: it arrived on an outer port (where only the VTEP's own ICMP is classified).
+    // Every packet, whatever became of it: its DSCP rewrite, and on the inner path (kOuter
+    // false) its class, bytes as received; an IP packet no class matched counts as unclassified.
     template <bool kOuter>
     void processed(const PacketNotes& n, uint32_t in_len) {
-        if ((!kOuter || !n.outer_path) && n.dscp_in >= 0)
+        if (!kOuter && n.dscp_in >= 0)
             classes_.add(n.class_id >= 0 ? static_cast<size_t>(n.class_id) : kNoClass, in_len);
         rewrites_ += n.dscp_rewritten;
     }

@@ -633,6 +633,7 @@ def vtep_answers_arp_ping_and_nd():
     assert icmp6_ok(echo6[IPv6]), "ICMPv6 echo checksum"
     eq((r.c("local.arp_reply"), r.c("local.nd_advert"), r.c("local.icmp_echo_reply"), r.c("local.icmp6_echo_reply")),
        (1, 2, 1, 1), "local counters")
+    eq(r.c("class.(no class)"), 0, "the VTEP's own traffic is not inner traffic: not counted unclassified")
 
 
 @test
