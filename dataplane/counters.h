@@ -11,6 +11,11 @@
 // workers and reloads, the Prometheus families, the ctl columns and keys, telemetry and the docs
 // follow (control/report.h, control/metrics.cpp, control/render.cpp, control/telemetry.cpp).
 // Names are a contract: add, never rename.
+//
+// A new family (per queue, per policer, ...) is a list and a DSCPGW_FAMILY here, a CounterBlock
+// in WorkerStats (dataplane/stats.h), Totals in its report row (control/report.h), and one call
+// each to the generic renderers: Families::list<F>() (Prometheus), json_totals<F>() and
+// columns<F>()/cells<F>() (ctl), Tel::totals<F>() or per_entry<F>() (telemetry).
 #pragma once
 
 #include <array>

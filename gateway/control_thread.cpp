@@ -11,10 +11,7 @@
 #include <rte_telemetry.h>
 #include <rte_version.h>
 
-#include <cctype>
 #include <chrono>
-#include <cinttypes>
-#include <sstream>
 #include <stdexcept>
 
 #include "control/metrics.h"
