@@ -18,31 +18,37 @@ namespace dscpgw {
 inline constexpr uint16_t kBurst = 32;
 inline constexpr uint16_t kPrefetchAhead = 4;
 
-// Per-worker mutable state of the burst function: the ICMP error token bucket (RFC 1812 4.3.2.8
-// and RFC 4443 2.4(f): ICMP errors must be rate-limited).
+// A token bucket of `rate` tokens per second, `rate` deep.
+struct TokenBucket {
+    uint64_t tokens = 0;
+    uint64_t last_tsc = 0;
+
+    bool take(uint32_t rate) {
+        if (rate == 0) return false;
+        const uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
+        if (last_tsc == 0) {
+            last_tsc = now;
+            tokens = rate;
+        }
+        const uint64_t earned = (now - last_tsc) * rate / hz;
+        if (earned != 0) {
+            tokens = std::min<uint64_t>(tokens + earned, rate);
+            last_tsc = now;
+        }
+        if (tokens == 0) return false;
+        --tokens;
+        return true;
+    }
+};
+
+// Per-worker mutable state of the burst function: the ICMP token buckets ([gateway] icmp_rate
+// each: RFC 1812 4.3.2.8 and RFC 4443 2.4(f) rate-limit errors; echo replies are limited alike,
+// separately, so that pings cannot use up the errors path MTU discovery needs).
 struct BurstState {
-    uint64_t icmp_tokens = 0;
-    uint64_t icmp_last_tsc = 0;
+    TokenBucket icmp_errors, echo_replies;
     FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
     FlowRun flow_run;            // This burst's current conversation, not yet in `flows`.
     uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
-
-    bool take_icmp_token(uint32_t rate) {
-        if (rate == 0) return false;
-        const uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
-        if (icmp_last_tsc == 0) {
-            icmp_last_tsc = now;
-            icmp_tokens = rate;
-        }
-        const uint64_t earned = (now - icmp_last_tsc) * rate / hz;
-        if (earned != 0) {
-            icmp_tokens = std::min<uint64_t>(icmp_tokens + earned, rate);
-            icmp_last_tsc = now;
-        }
-        if (icmp_tokens == 0) return false;
-        --icmp_tokens;
-        return true;
-    }
 };
 
 // The headers of a frame: the first cache line, and on an outer port the second, where a
@@ -156,7 +162,7 @@ class BurstCounters {
 // false: nothing to send (the caller frees the packet).
 inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint16_t pmtu,
                          BurstCounters& count, BurstState& bs) {
-    if (!bs.take_icmp_token(s.icmp_rate)) {
+    if (!bs.icmp_errors.take(s.icmp_rate)) {
         count.dataplane(DataplaneCounter::icmp_rate_limited);
         return false;
     }
@@ -215,6 +221,13 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         observe(static_cast<const rte_mbuf*>(m), v, notes);
         if (unlikely(!plain)) {
             if (v.local != LocalReply::none) {
+                const bool echo =
+                    v.local == LocalReply::icmp_echo || v.local == LocalReply::icmp6_echo;
+                if (echo && !bs.echo_replies.take(s.icmp_rate)) {
+                    count.dataplane(DataplaneCounter::echo_rate_limited);
+                    rte_pktmbuf_free(m);
+                    continue;
+                }
                 count.local(v.local);
                 if (v.local == LocalReply::learned)
                     rte_pktmbuf_free(m);

@@ -78,6 +78,8 @@ namespace dscpgw {
     X(icmp_too_big_suppressed, "icmp_too_big_suppressed_total", "", "packets", "ICMP_SUPPRESSED", \
       "Packets too big for their tunnel that may get no ICMP error (RFC 1812 4.3.2.7): a "        \
       "non-first fragment, an ICMP error, a source that is no unicast host.")                     \
+    X(echo_rate_limited, "echo_rate_limited_total", "", "packets", "ECHO_LIMITED",                \
+      "ICMP/ICMPv6 echo requests to the gateway not answered because of [gateway] icmp_rate.")    \
     X(tx_failed, "tx_failed_total", "", "packets", "TX_FAILED",                                   \
       "Packets the dataplane sent that the port's TX queue refused (freed): the port is full.")
 

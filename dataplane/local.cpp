@@ -26,12 +26,52 @@ void reply_l2(const PortConf& port, uint8_t* frame) {
     std::memcpy(frame + 6, port.mac.data(), 6);
 }
 
+bool unicast4(const uint8_t* a) { return a[0] != 0 && a[0] < 224 && load32(a) != 0xffffffffu; }
+
+// A source the gateway may answer or send an error to (RFC 1812 4.3.2.7, RFC 4443 2.4(e)): a
+// unicast host address that is not loopback, not the port's own address and, on a port with a
+// prefix, not its directed broadcast.
+bool host_source4(const PortConf& port, const uint8_t* a) {
+    if (!unicast4(a) || a[0] == 127) return false;
+    if (!port.has_ipv4) return true;
+    if (std::memcmp(a, port.ipv4.data(), 4) == 0) return false;
+    if (port.ipv4_len >= 31) return true;
+    const uint32_t host_bits = 0xffffffffu >> port.ipv4_len;
+    return !prefix_match(port.ipv4.data(), port.ipv4_len, a, false) ||
+           (load32(a) & host_bits) != host_bits;
+}
+
+bool host_source6(const PortConf& port, const uint8_t* a) {
+    static constexpr uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static constexpr uint8_t kUnspecified[16] = {};
+    return a[0] != 0xff && std::memcmp(a, kUnspecified, 16) != 0 &&
+           std::memcmp(a, kLoopback, 16) != 0 && std::memcmp(a, kMappedPrefix, 12) != 0 &&
+           !(port.has_ipv6 && std::memcmp(a, port.ipv6.data(), 16) == 0);
+}
+
+// The checksum of an ICMP/ICMPv6 message of `len` bytes at `icmp` (with `pseudo`, the IPv6
+// pseudo-header sum, or 0) is right.
+bool icmp_csum_ok(const uint8_t* icmp, uint32_t len, uint32_t pseudo = 0) {
+    return csum_finish(sum16(icmp, len, pseudo)) == 0;
+}
+
+uint32_t pseudo6(const uint8_t* ip, uint32_t len, uint8_t nh) {
+    return sum16(ip + kIpv6SrcOff, 32) + (len >> 16) + (len & 0xffff) + nh;
+}
+
 LocalReply answer_arp(const PortConf& port, const ParsedPacket& pp, Frame& f) {
     uint8_t* a = f.data + pp.l3_off;
     // A request for our address; gratuitous ARP (sender == target) is no question.
     if (!port.has_ipv4 || !is_ipv4_arp(a, f.len - pp.l3_off) || load16(a + 6) != 1)
         return LocalReply::none;
     if (std::memcmp(a + 24, port.ipv4.data(), 4) != 0 || std::memcmp(a + 14, a + 24, 4) == 0)
+        return LocalReply::none;
+    // The answer goes to the sender's MAC: a unicast one, from a host (or an RFC 5227 probe,
+    // sender 0.0.0.0) that is not ourselves.
+    static constexpr uint8_t kZero4[4] = {};
+    if (!unicast_mac(a + 8) || !unicast_mac(f.data + 6) ||
+        (std::memcmp(a + 14, kZero4, 4) != 0 && !host_source4(port, a + 14)))
         return LocalReply::none;
     std::memcpy(a + 18, a + 8, 10);  // Target <- sender (MAC and IP).
     std::memcpy(a + 8, port.mac.data(), 6);
@@ -48,7 +88,10 @@ LocalReply answer_echo4(const PortConf& port, const ParsedPacket& pp, Frame& f) 
     const uint32_t ihl = (ip[0] & 0xfu) * 4u;
     if (pp.is_fragment || pp.ip_len < ihl + 8) return LocalReply::none;
     uint8_t* icmp = ip + ihl;
-    if (icmp[0] != kIcmpEcho || icmp[1] != 0) return LocalReply::none;
+    const uint32_t icmp_len = pp.ip_len - ihl;
+    if (icmp[0] != kIcmpEcho || icmp[1] != 0 || !host_source4(port, pp.src) ||
+        !unicast_mac(f.data + 6) || !icmp_csum_ok(icmp, icmp_len))
+        return LocalReply::none;
     reply_l2(port, f.data);
     std::memcpy(ip + kIpv4DstOff, ip + kIpv4SrcOff, 4);
     std::memcpy(ip + kIpv4SrcOff, port.ipv4.data(), 4);
@@ -56,9 +99,10 @@ LocalReply answer_echo4(const PortConf& port, const ParsedPacket& pp, Frame& f) 
     const uint16_t new_ttl = static_cast<uint16_t>(kTtl << 8 | ip[kIpv4ProtoOff]);
     store16(ip + kIpv4TtlOff, new_ttl);
     store16(ip + kIpv4CsumOff, csum_update16(load16(ip + kIpv4CsumOff), old_ttl, new_ttl));
-    const uint16_t old_type = load16(icmp);
+    // Summed anew: an incremental update gives 0x0000 where 0xffff is right (all-zero message).
     icmp[0] = kIcmpEchoReply;
-    store16(icmp + 2, csum_update16(load16(icmp + 2), old_type, load16(icmp)));
+    store16(icmp + 2, 0);
+    store16(icmp + 2, csum_finish(sum16(icmp, icmp_len)));
     f.len = pp.l3_off + pp.ip_len;
     return LocalReply::icmp_echo;
 }
@@ -67,21 +111,20 @@ LocalReply answer_echo6(const PortConf& port, const ParsedPacket& pp, Frame& f) 
     uint8_t* ip = f.data + pp.l3_off;
     uint8_t* icmp = f.data + pp.l4_off;
     if (pp.is_fragment || pp.l4_off + 8u > pp.l3_off + pp.ip_len) return LocalReply::none;
-    if (icmp[0] != kIcmp6Echo || icmp[1] != 0) return LocalReply::none;
+    const uint32_t icmp_len = pp.l3_off + pp.ip_len - pp.l4_off;
+    if (icmp[0] != kIcmp6Echo || icmp[1] != 0 || !host_source6(port, pp.src) ||
+        !unicast_mac(f.data + 6) ||
+        !icmp_csum_ok(icmp, icmp_len, pseudo6(ip, icmp_len, kProtoIcmp6)))
+        return LocalReply::none;
     reply_l2(port, f.data);
-    // Swapping the addresses leaves the pseudo-header sum as it was; only the type changes.
     std::memcpy(ip + kIpv6DstOff, ip + kIpv6SrcOff, 16);
     std::memcpy(ip + kIpv6SrcOff, port.ipv6.data(), 16);
     ip[kIpv6HopLimitOff] = kTtl;
-    const uint16_t old_type = load16(icmp);
     icmp[0] = kIcmp6EchoReply;
-    store16(icmp + 2, csum_update16(load16(icmp + 2), old_type, load16(icmp)));
+    store16(icmp + 2, 0);
+    store16(icmp + 2, csum_finish(sum16(icmp, icmp_len, pseudo6(ip, icmp_len, kProtoIcmp6))));
     f.len = pp.l3_off + pp.ip_len;
     return LocalReply::icmp6_echo;
-}
-
-uint32_t pseudo6(const uint8_t* ip, uint32_t len, uint8_t nh) {
-    return sum16(ip + kIpv6SrcOff, 32) + (len >> 16) + (len & 0xffff) + nh;
 }
 
 // RFC 4861 section 7.2.4: a solicited advertisement for our address, with our MAC as the target
@@ -92,8 +135,26 @@ LocalReply answer_ns(const PortConf& port, const ParsedPacket& pp, Frame& f) {
     if (pp.l4_off + 24u > pp.l3_off + pp.ip_len) return LocalReply::none;
     if (ns[0] != kNdSolicit || ns[1] != 0 || ip[kIpv6HopLimitOff] != 255) return LocalReply::none;
     if (std::memcmp(ns + 8, port.ipv6.data(), 16) != 0) return LocalReply::none;
+    // RFC 4861 section 7.1.1: the checksum, options of non-zero length, and from an unspecified
+    // source only to the solicited-node group and without a source link-layer address option.
+    // Answers go only to a unicast host that is not ourselves (or, for DAD, to all nodes).
+    const uint32_t ns_len = pp.l3_off + pp.ip_len - pp.l4_off;
+    if (!icmp_csum_ok(ns, ns_len, pseudo6(ip, ns_len, kProtoIcmp6)) || !unicast_mac(f.data + 6))
+        return LocalReply::none;
+    bool has_sllao = false;
+    for (uint32_t off = 24; off < ns_len;) {
+        if (off + 2 > ns_len || ns[off + 1] == 0) return LocalReply::none;
+        has_sllao = has_sllao || ns[off] == 1;
+        off += ns[off + 1] * 8u;
+        if (off > ns_len) return LocalReply::none;
+    }
     static constexpr uint8_t kUnspecified[16] = {};
     const bool dad = std::memcmp(ip + kIpv6SrcOff, kUnspecified, 16) == 0;
+    static constexpr uint8_t kSolicitedPrefix[13] = {0xff, 0x02, 0, 0, 0, 0,   0,
+                                                     0,    0,    0, 0, 1, 0xff};
+    if (dad ? has_sllao || std::memcmp(ip + kIpv6DstOff, kSolicitedPrefix, 13) != 0
+            : !host_source6(port, ip + kIpv6SrcOff))
+        return LocalReply::none;
     uint8_t dst_ip[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     uint8_t dst_mac[6] = {0x33, 0x33, 0, 0, 0, 1};
     if (!dad) {
@@ -134,8 +195,6 @@ LocalReply answer_ns(const PortConf& port, const ParsedPacket& pp, Frame& f) {
     store16(na + 2, csum_finish(sum16(na, kNaLen, pseudo6(o, kNaLen, kProtoIcmp6))));
     return LocalReply::nd_advert;
 }
-
-bool unicast4(const uint8_t* a) { return a[0] != 0 && a[0] < 224 && load32(a) != 0xffffffffu; }
 
 }  // namespace
 
@@ -212,12 +271,14 @@ bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6
                   Frame& f) {
     ParsedPacket pp;
     if (parse_packet(f.data, f.len, pp) != DropReason::none || pp.ip_ver == 0) return false;
+    // Never about a frame sent to a link-layer group, nor back to a group or zero MAC.
+    if (!unicast_mac(f.data) || !unicast_mac(f.data + 6)) return false;
     uint8_t* ip = f.data + pp.l3_off;
     const uint8_t* l4 = f.data + pp.l4_off;
     if (pp.ip_ver == 4) {
         // Never about a non-first fragment, an ICMP error, or to a source that is no host.
         if (src4 == nullptr || (load16(ip + kIpv4FragOff) & kIpv4FragOffsetMask) != 0 ||
-            !unicast4(pp.src))
+            !host_source4(port, pp.src) || std::memcmp(pp.src, src4, 4) == 0)
             return false;
         if (pp.proto == kProtoIcmp && pp.l4_off + 1u <= pp.l3_off + pp.ip_len &&
             l4[0] != kIcmpEcho && l4[0] != kIcmpEchoReply)
@@ -246,9 +307,8 @@ bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6
         f.len = pp.l3_off + kHdr + quote;
         return true;
     }
-    if (src6 == nullptr || pp.src[0] == 0xff) return false;
-    static constexpr uint8_t kUnspecified[16] = {};
-    if (std::memcmp(pp.src, kUnspecified, 16) == 0) return false;
+    if (src6 == nullptr || !host_source6(port, pp.src) || std::memcmp(pp.src, src6, 16) == 0)
+        return false;
     if (pp.proto == kProtoIcmp6 && !pp.is_fragment && pp.l4_off + 1u <= pp.l3_off + pp.ip_len &&
         l4[0] < 128)
         return false;

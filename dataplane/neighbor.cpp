@@ -159,6 +159,8 @@ bool NeighborTable::learn(uint16_t port, const ParsedPacket& pp, const uint8_t* 
     } else {
         return false;
     }
+    // A broadcast, multicast or zero MAC is never anyone's (RFC 1812 3.3.2).
+    if (!unicast_mac(mac)) return false;
     const int i = find(family, port, ip);
     if (i < 0) {
         if (adopt) request(family, port, ip, kNeighborValid | pack_mac(mac));

@@ -38,6 +38,11 @@ struct alignas(64) Neighbor {
     uint32_t probes = 0;
 };
 
+// Not a group (broadcast, multicast) and not all zero: a MAC a frame may be sent to or learned as.
+inline bool unicast_mac(const uint8_t* m) {
+    return (m[0] & 1) == 0 && (m[0] | m[1] | m[2] | m[3] | m[4] | m[5]) != 0;
+}
+
 inline uint64_t pack_mac(const uint8_t* m) {
     uint64_t v = 0;
     for (int i = 0; i < 6; ++i) v = v << 8 | m[i];

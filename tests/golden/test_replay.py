@@ -637,6 +637,61 @@ def vtep_answers_arp_ping_and_nd():
 
 
 @test
+def replies_only_to_valid_unicast_sources():
+    def echo4(src, **kw):
+        return Ether(src=kw.pop("mac", PEER_MAC), dst=VTEP_MAC) / IP(src=src, dst="198.18.0.1") / ICMP(**kw)
+
+    def echo6(src):
+        return Ether(src=PEER_MAC, dst=VTEP_MAC) / IPv6(src=src, dst="2001:db8:18::1") / ICMPv6EchoRequest(id=1)
+
+    def ns(src, dst="ff02::1:ff00:1", chksum=None, mac=PEER_MAC, opt=True):
+        p = Ether(src=mac, dst="33:33:ff:00:00:01") / IPv6(src=src, dst=dst, hlim=255) / \
+            ICMPv6ND_NS(tgt="2001:db8:18::1", cksum=chksum)
+        return p / ICMPv6NDOptSrcLLAddr(lladdr=PEER_MAC) if opt else p
+
+    def arp(hwsrc=PEER_MAC, mac=PEER_MAC):
+        return Ether(src=mac, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=hwsrc, psrc="198.18.7.7", pdst="198.18.0.1")
+
+    refused = [
+        echo4("255.255.255.255"), echo4("224.0.0.5"), echo4("127.0.0.1"), echo4("198.18.0.1"),
+        echo4("0.0.0.0"), echo4("240.0.0.1"), echo4("198.18.7.7", mac="ff:ff:ff:ff:ff:ff"),
+        echo4("198.18.7.7", chksum=0x1234),
+        echo6("ff02::1"), echo6("::"), echo6("::1"), echo6("::ffff:198.18.7.7"), echo6("2001:db8:18::1"),
+        ns("ff02::1"), ns("2001:db8:18::99", chksum=0x1234), ns("2001:db8:18::99", mac="33:33:00:00:00:01"),
+        ns("::", dst="ff02::1", opt=False), ns("::", opt=True),
+        arp(hwsrc="ff:ff:ff:ff:ff:ff"), arp(hwsrc="00:00:00:00:00:00"), arp(mac="01:00:5e:00:00:01"),
+    ]
+    refused = [Ether(raw(p)) for p in refused]
+    r = replay(refused, port="wan")
+    eq(len(r.outs), 0, "no reply to a group, loopback, own, unspecified or mapped source, a bad checksum, "
+                       "or an NS that fails RFC 4861 7.1.1")
+    # Still answered: the same kinds from a proper host.
+    ok = [Ether(raw(p)) for p in (echo4("198.18.7.7"), echo6("2001:db8:18::99"), ns("2001:db8:18::99"),
+                                  ns("::", opt=False), arp())]
+    r = replay(ok, port="wan")
+    eq([r.verdict(i) for i in range(1, 6)],
+       ["reply=icmp_echo_reply", "reply=icmp6_echo_reply", "reply=nd_advert", "reply=nd_advert", "reply=arp_reply"],
+       "valid requests answered")
+    # An echo whose reply sums to zero: the checksum is 0xffff, not 0x0000 (RFC 1624).
+    zero = Ether(raw(Ether(src=PEER_MAC, dst=VTEP_MAC) / IP(src="198.18.7.7", dst="198.18.0.1") /
+                     ICMP(type=8, id=0, seq=0)))
+    r = replay([zero], port="wan")
+    eq(len(r.outs), 1, "answered")
+    eq(r.outs[0][ICMP].chksum, 0xffff, "all-zero echo reply checksum")
+    assert icmp_ok(r.outs[0]), "and it verifies"
+    # Echo replies are rate-limited like errors: icmp_rate (100) tokens for a burst of 150.
+    r = replay([Ether(raw(echo4("198.18.7.7", seq=i))) for i in range(150)], port="wan")
+    eq(len(r.outs), 100, "echo replies within [gateway] icmp_rate")
+    # No ICMP error to loopback, to the gateway's own address, or about a link-layer broadcast.
+    big = [roce("127.0.0.1", "10.60.0.1", payload=1480), roce("198.18.0.1", "10.60.0.1", payload=1480)]
+    bcast = roce("10.10.0.5", "10.60.0.1", payload=1480)
+    bcast[Ether].dst = "ff:ff:ff:ff:ff:ff"
+    r = replay(big + [Ether(raw(bcast))], cfg=GW)
+    eq([r.verdict(i) for i in range(1, 4)], ["drop=too_big"] * 3, "too big")
+    eq(len(r.outs), 0, "no frag-needed to 127.0.0.1, to our own address, or for a broadcast frame")
+
+
+@test
 def routed_inner_port_answers_for_its_address():
     cfg = os.path.join(TMP, "routed.toml")
     with open(GW) as f:

@@ -455,6 +455,14 @@ TEST(Neighbors, LearnedFromArpAndNa) {
     const Bytes body = {0,   1,  8, 0,   6, 4, 0, 2, 2, 0xaa, 0,   0,  0, 1,
                         198, 18, 0, 254, 2, 0, 0, 0, 0, 1,    198, 18, 0, 1};
     arp.insert(arp.end(), body.begin(), body.end());
+    // The same reply claiming a broadcast, multicast or zero MAC teaches nothing.
+    for (const Bytes& bad : {Bytes{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, Bytes{1, 0, 0x5e, 0, 0, 1},
+                             Bytes{0, 0, 0, 0, 0, 0}}) {
+        Bytes forged = arp;
+        std::copy(bad.begin(), bad.end(), forged.begin() + 14 + 8);
+        EXPECT_NE(run_on(kWan, forged).local, LocalReply::learned);
+        EXPECT_EQ(run_on(kLan, roce4("10.10.0.5", "10.70.0.1", 0)).drop, DropReason::no_neighbor);
+    }
     EXPECT_EQ(run_on(kWan, arp).local, LocalReply::learned);
     Bytes out;
     const Verdict v = run_on(kLan, roce4("10.10.0.5", "10.70.0.1", 0), &out);
