@@ -1,13 +1,21 @@
 #include "config/config.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <set>
 #include <span>
 #include <sstream>
+#include <tuple>
 
 #include "dataplane/neighbor.h"
 
@@ -202,6 +210,106 @@ const toml::table* table_at(Checker& c, const toml::node& n, const std::string& 
     return n.as_table();
 }
 
+// A name as every interface shows it: 1-63 characters of [A-Za-z0-9_.-], unique in its list also
+// once sanitised for DPDK telemetry (which allows only [A-Za-z0-9_], so "a-b" and "a_b" would
+// collide). Returns the name, or "" after an error.
+std::string checked_name(Checker& c, const toml::table& t, const std::string& path,
+                         std::set<std::string>& names, std::set<std::string>& sanitised,
+                         const char* kind) {
+    auto name = c.str(t, path, "name", true);
+    if (!name) return "";
+    const auto where = t.get("name")->source();
+    const bool chars_ok = std::all_of(name->begin(), name->end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
+    });
+    if (name->empty() || name->size() > kMaxNameLen || !chars_ok) {
+        std::string shown = name->substr(0, 40);
+        for (char& ch : shown)
+            if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
+        c.error(where, path + ".name",
+                "\"" + shown + (name->size() > 40 ? "...\"" : "\"") + " is not a valid " + kind +
+                    " name: 1-" + std::to_string(kMaxNameLen) +
+                    " characters of letters, digits, '_', '.' and '-'");
+        return "";
+    }
+    if (!names.insert(*name).second) {
+        c.error(where, path + ".name",
+                "duplicate " + std::string(kind) + " name \"" + *name + "\"");
+        return "";
+    }
+    std::string tel = *name;
+    for (char& ch : tel)
+        if (ch == '.' || ch == '-') ch = '_';
+    if (!sanitised.insert(tel).second) {
+        c.error(where, path + ".name",
+                std::string(kind) + " name \"" + *name + "\" shows as \"" + tel +
+                    "\" in DPDK telemetry, like another " + kind + "'s; rename one");
+        return "";
+    }
+    return *name;
+}
+
+// Why `mac` cannot be a station's MAC (broadcast, multicast, all zero), or nullptr.
+const char* bad_station_mac(const std::array<uint8_t, 6>& mac) {
+    if (std::all_of(mac.begin(), mac.end(), [](uint8_t b) { return b == 0; })) return "is all zero";
+    if ((mac[0] & 1) != 0) return "is a broadcast or multicast (group) MAC";
+    return nullptr;
+}
+
+// Why `a` (family `fam`) cannot be a unicast host on the underlay or a LAN, or nullptr.
+const char* bad_host_ip(uint8_t fam, const std::array<uint8_t, 16>& a) {
+    if (fam == 4) {
+        if (a[0] == 0) return "is in 0.0.0.0/8 (this network)";
+        if (a[0] == 127) return "is a loopback address";
+        if (a[0] >= 224 && a[0] < 240) return "is a multicast address";
+        if (a[0] >= 240) return "is reserved or the limited broadcast address";
+        return nullptr;
+    }
+    static constexpr std::array<uint8_t, 16> kZero{};
+    if (a == kZero) return "is the unspecified address";
+    if (std::equal(a.begin(), a.begin() + 15, kZero.begin()) && a[15] == 1)
+        return "is the loopback address";
+    if (a[0] == 0xff) return "is a multicast address";
+    if (std::equal(a.begin(), a.begin() + 10, kZero.begin()) && a[10] == 0xff && a[11] == 0xff)
+        return "is an IPv4-mapped address: use the IPv4 address";
+    return nullptr;
+}
+
+// Parses `key` as a station MAC; false after an error.
+bool station_mac(Checker& c, const toml::table& t, const std::string& path, const char* key,
+                 bool required, std::array<uint8_t, 6>& mac) {
+    auto s = c.str(t, path, key, required);
+    if (!s) return false;
+    if (!parse_mac(*s, mac)) {
+        c.error(t.get(key)->source(), path + "." + key,
+                "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
+        return false;
+    }
+    if (const char* why = bad_station_mac(mac)) {
+        c.error(t.get(key)->source(), path + "." + key,
+                "\"" + *s + "\" " + why + ": no frame may be sent to it");
+        return false;
+    }
+    return true;
+}
+
+// Parses `key` as a unicast host address; false after an error.
+bool host_ip(Checker& c, const toml::table& t, const std::string& path, const char* key,
+             bool required, uint8_t& fam, std::array<uint8_t, 16>& a) {
+    auto s = c.str(t, path, key, required);
+    if (!s) return false;
+    if (!parse_ip(*s, fam, a)) {
+        c.error(t.get(key)->source(), path + "." + key, "\"" + *s + "\" is not an IP address");
+        return false;
+    }
+    if (const char* why = bad_host_ip(fam, a)) {
+        c.error(t.get(key)->source(), path + "." + key,
+                "\"" + *s + "\" " + why + ": it cannot be a host");
+        return false;
+    }
+    return true;
+}
+
 void load_ports(Checker& c, const toml::table& root, Config& cfg) {
     const toml::node* n = root.get("ports");
     if (n == nullptr) {
@@ -213,17 +321,14 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         return;
     }
     size_t i = 0;
-    std::set<std::string> names, devices;
+    std::set<std::string> names, sanitised, devices;
     for (const toml::node& e : *n->as_array()) {
         const std::string path = "ports[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
         c.only_keys(*t, path, {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac"});
         PortConf p;
-        p.name = c.str(*t, path, "name", true).value_or("");
-        if (!p.name.empty() && !names.insert(p.name).second)
-            c.error(t->get("name")->source(), path + ".name",
-                    "duplicate port name \"" + p.name + "\"");
+        p.name = checked_name(c, *t, path, names, sanitised, "port");
         if (auto role = c.str(*t, path, "role", true)) {
             if (*role == "inner")
                 p.role = PortRole::inner;
@@ -238,12 +343,7 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
             c.error(t->get("device")->source(), path + ".device",
                     "device \"" + p.device + "\" is used by another port");
         p.mtu = static_cast<uint32_t>(c.integer(*t, path, "mtu", 576, 16000, false).value_or(1500));
-        if (auto s = c.str(*t, path, "mac", false)) {
-            p.has_mac = parse_mac(*s, p.mac);
-            if (!p.has_mac)
-                c.error(t->get("mac")->source(), path + ".mac",
-                        "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
-        }
+        p.has_mac = station_mac(c, *t, path, "mac", false, p.mac);
         for (int fam : {4, 6}) {
             const char* key = fam == 4 ? "ipv4" : "ipv6";
             auto s = c.str(*t, path, key, false);
@@ -305,17 +405,14 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
         return;
     }
     size_t i = 0;
-    std::set<std::string> names;
+    std::set<std::string> names, sanitised;
     for (const toml::node& e : *n->as_array()) {
         const std::string path = "classes[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
         c.only_keys(*t, path, {"name", "match", "dscp", "pcp"});
         ClassRule r;
-        r.name = c.str(*t, path, "name", true).value_or("");
-        if (!r.name.empty() && !names.insert(r.name).second)
-            c.error(t->get("name")->source(), path + ".name",
-                    "duplicate class name \"" + r.name + "\"");
+        r.name = checked_name(c, *t, path, names, sanitised, "class");
         r.set_dscp = static_cast<int16_t>(
             c.int_or_word(*t, path, "dscp", 0, 63, {{"preserve", kDscpPreserve}})
                 .value_or(kDscpPreserve));
@@ -410,12 +507,8 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         return;
     }
     size_t i = 0;
-    std::set<std::string> names;
-    struct RouteOwner {
-        Prefix p;
-        std::string tunnel;
-    };
-    std::vector<RouteOwner> all_routes;
+    std::set<std::string> names, sanitised;
+    std::map<std::tuple<uint8_t, uint8_t, std::array<uint8_t, 16>>, std::string> all_routes;
     for (const toml::node& e : *n->as_array()) {
         const std::string path = "tunnels[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
@@ -425,16 +518,14 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                      "outer_dscp", "ecn", "inner_dscp_on_decap", "ttl", "udp_dst_port", "port",
                      "inner_port", "inner_mac"});
         TunnelConf tc;
-        tc.name = c.str(*t, path, "name", true).value_or("");
+        tc.name = checked_name(c, *t, path, names, sanitised, "tunnel");
         if (auto s = c.str(*t, path, "inner_mac", false)) {
             tc.has_inner_mac = parse_mac(*s, tc.inner_mac);
             if (!tc.has_inner_mac)
                 c.error(t->get("inner_mac")->source(), path + ".inner_mac",
                         "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
         }
-        if (!tc.name.empty() && !names.insert(tc.name).second)
-            c.error(t->get("name")->source(), path + ".name",
-                    "duplicate tunnel name \"" + tc.name + "\"");
+
         if (auto type = c.str(*t, path, "type", true)) {
             if (*type == "vxlan")
                 tc.type = TunnelType::vxlan;
@@ -473,29 +564,18 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                     has_mac
                         ? "give next_hop_mac or next_hop, not both"
                         : "missing: next_hop_mac (a MAC) or next_hop (an IP resolved by ARP/ND)");
-        if (auto s = c.str(*t, path, "next_hop_mac", false))
-            if (!parse_mac(*s, nh_mac))
-                c.error(t->get("next_hop_mac")->source(), path + ".next_hop_mac",
-                        "\"" + *s + "\" is not a MAC address (expected xx:xx:xx:xx:xx:xx)");
+        station_mac(c, *t, path, "next_hop_mac", false, nh_mac);
         std::optional<std::pair<uint8_t, toml::source_region>> nh_family;
-        if (auto s = c.str(*t, path, "next_hop", false)) {
-            uint8_t fam = 0;
-            if (!parse_ip(*s, fam, tc.next_hop))
-                c.error(t->get("next_hop")->source(), path + ".next_hop",
-                        "\"" + *s + "\" is not an IP address");
-            else {
-                tc.has_next_hop_ip = true;
-                nh_family = std::make_pair(fam, t->get("next_hop")->source());
-            }
+        if (uint8_t fam = 0; host_ip(c, *t, path, "next_hop", false, fam, tc.next_hop)) {
+            tc.has_next_hop_ip = true;
+            nh_family = std::make_pair(fam, t->get("next_hop")->source());
         }
 
         const int op = pick_port(c, *t, path, "port", PortRole::outer, cfg);
         const int ip = pick_port(c, *t, path, "inner_port", PortRole::inner, cfg);
-        if (auto s = c.str(*t, path, "remote", true)) {
-            uint8_t fam = 0;
-            if (!parse_ip(*s, fam, tc.remote)) {
-                c.error(t->get("remote")->source(), path + ".remote",
-                        "\"" + *s + "\" is not an IP address");
+        if (uint8_t fam = 0; t->get("remote") == nullptr || t->get("remote")->is_string()) {
+            if (!host_ip(c, *t, path, "remote", true, fam, tc.remote)) {
+                // Said by host_ip().
             } else {
                 tc.outer_v6 = fam == 6;
                 if (nh_family && nh_family->first != fam)
@@ -541,11 +621,12 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                 c.error(where, path + ".routes", why);
                 continue;
             }
-            for (const auto& o : all_routes)
-                if (o.p.family == p->family && o.p.len == p->len && o.p.addr == p->addr)
-                    c.error(where, path + ".routes",
-                            "route " + s + " is already routed to tunnel \"" + o.tunnel + "\"");
-            all_routes.push_back({*p, tc.name});
+            // A map, so that 100,000 routes are checked in O(n log n).
+            const auto [it, fresh] =
+                all_routes.try_emplace(std::make_tuple(p->family, p->len, p->addr), tc.name);
+            if (!fresh)
+                c.error(where, path + ".routes",
+                        "route " + s + " is already routed to tunnel \"" + it->second + "\"");
             tc.routes.push_back(*p);
         }
         for (size_t j = 0; j < cfg.tunnels.size(); ++j) {
@@ -590,14 +671,8 @@ void load_neighbors(Checker& c, const toml::table& root, Config& cfg) {
             else
                 sn.port = static_cast<uint16_t>(idx);
         }
-        if (auto s = c.str(*t, path, "ip", true))
-            if (!parse_ip(*s, sn.family, sn.addr))
-                c.error(t->get("ip")->source(), path + ".ip",
-                        "\"" + *s + "\" is not an IP address");
-        if (auto s = c.str(*t, path, "mac", true))
-            if (!parse_mac(*s, sn.mac))
-                c.error(t->get("mac")->source(), path + ".mac",
-                        "\"" + *s + "\" is not a MAC address");
+        host_ip(c, *t, path, "ip", true, sn.family, sn.addr);
+        station_mac(c, *t, path, "mac", true, sn.mac);
         cfg.neighbors.push_back(sn);
     }
     if (cfg.neighbors.size() > kMaxNeighbors / 2)
@@ -687,15 +762,33 @@ toml::table parse_toml(std::string_view text, const std::string& source_name) {
 }
 
 std::string read_file(const std::string& path) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) throw ConfigError(path + ": cannot open config file");
+    // Non-blocking open: a FIFO must not stall the control thread; then a regular file only, of
+    // bounded size (a device such as /dev/zero would never end).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw ConfigError(path + ": cannot open config file: " + std::strerror(errno));
+    struct FdCloser {
+        int fd;
+        ~FdCloser() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        throw ConfigError(path + ": not a regular file");
+    if (st.st_size > static_cast<off_t>(kMaxConfigBytes))
+        throw ConfigError(path + ": " + std::to_string(st.st_size) +
+                          " bytes; a config file is at most " + std::to_string(kMaxConfigBytes) +
+                          " bytes");
     std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    const bool bad = std::ferror(f) != 0;
-    std::fclose(f);
-    if (bad) throw ConfigError(path + ": cannot read config file");
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw ConfigError(path + ": cannot read config file: " + std::strerror(errno));
+        if (n == 0) break;
+        text.append(buf, static_cast<size_t>(n));
+        if (text.size() > kMaxConfigBytes)
+            throw ConfigError(path + ": grew past " + std::to_string(kMaxConfigBytes) +
+                              " bytes while being read");
+    }
     return text;
 }
 

@@ -46,6 +46,10 @@ struct Config {
     int port_index(const std::string& name) const;
 };
 
+// Bounds on what a config may hold.
+inline constexpr size_t kMaxConfigBytes = 16 << 20;  // A regular file of at most 16 MiB.
+inline constexpr size_t kMaxNameLen = 63;            // Port, class and tunnel names.
+
 // Parses and validates; throws ConfigError listing every problem.
 Config load_config(const std::string& path);
 Config parse_config(std::string_view text, const std::string& source_name);

@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "config/config.h"
 
@@ -204,6 +208,98 @@ TEST(Config, PrefixContains) {
     EXPECT_TRUE(p.contains(4, in));
     EXPECT_FALSE(p.contains(4, out));
     EXPECT_FALSE(p.contains(6, in));
+}
+
+// Values that cannot be right are refused with the reason; names are bounded and stay unique in
+// every interface that shows them.
+TEST(Config, RefusesValuesThatCannotBeRight) {
+    const auto tunnel = [](const std::string& extra, const std::string& remote = "198.18.0.2",
+                           const std::string& name = "t") {
+        return std::string(kPorts) + "[[tunnels]]\nname = \"" + name +
+               "\"\ntype = \"vxlan\"\nvni = 1\nremote = \"" + remote + "\"\n" + extra;
+    };
+    const std::string mac = "next_hop_mac = \"02:00:00:00:00:01\"\n";
+    struct Case {
+        std::string text, expect;
+    } cases[] = {
+        {tunnel(mac, "0.0.0.0"), "tunnels[0].remote: \"0.0.0.0\" is in 0.0.0.0/8"},
+        {tunnel(mac, "255.255.255.255"), "is reserved or the limited broadcast address"},
+        {tunnel(mac, "224.0.0.5"), "\"224.0.0.5\" is a multicast address"},
+        {tunnel(mac, "127.0.0.1"), "is a loopback address"},
+        {tunnel(mac, "::ffff:198.18.0.2"), "is an IPv4-mapped address"},
+        {tunnel(mac, "::"), "is the unspecified address"},
+        {tunnel("next_hop_mac = \"ff:ff:ff:ff:ff:ff\"\n"),
+         "tunnels[0].next_hop_mac: \"ff:ff:ff:ff:ff:ff\" is a broadcast or multicast"},
+        {tunnel("next_hop_mac = \"01:00:5e:00:00:01\"\n"), "(group) MAC"},
+        {tunnel("next_hop_mac = \"00:00:00:00:00:00\"\n"), "is all zero"},
+        {tunnel("next_hop = \"198.18.0.254\"\n"), ""},
+        {tunnel("next_hop = \"224.1.1.1\"\n"), "tunnels[0].next_hop: \"224.1.1.1\" is a multicast"},
+        {tunnel(mac, "198.18.0.2", ""), "\"\" is not a valid tunnel name"},
+        {tunnel(mac, "198.18.0.2", "a b"), "\"a b\" is not a valid tunnel name"},
+        {tunnel(mac, "198.18.0.2", "a\\nb"), "is not a valid tunnel name"},
+        {tunnel(mac, "198.18.0.2", std::string(64, 'x')), "1-63 characters"},
+        {std::string(kPorts) + "[[classes]]\nname = \"a-b\"\n[[classes]]\nname = \"a_b\"\n",
+         "classes[1].name: class name \"a_b\" shows as \"a_b\" in DPDK telemetry"},
+        {std::string(kPorts) + "[[neighbors]]\nport = \"wan\"\nip = \"198.18.0.9\"\nmac = "
+                               "\"ff:ff:ff:ff:ff:ff\"\n",
+         "neighbors[0].mac: \"ff:ff:ff:ff:ff:ff\" is a broadcast"},
+    };
+    for (const Case& c : cases) {
+        const std::string err = error_of(c.text);
+        if (c.expect.empty()) {
+            EXPECT_EQ(err, "") << c.text;
+            continue;
+        }
+        EXPECT_NE(err.find(c.expect), std::string::npos)
+            << "want: " << c.expect << "\ngot: " << err;
+    }
+    // A 63-character name with every allowed kind of character is fine.
+    const std::string ok = std::string(60, 'a') + "-_.";
+    EXPECT_EQ(error_of(tunnel(mac, "198.18.0.2", ok)), "");
+}
+
+// A config is a regular file of bounded size: a FIFO neither blocks nor loads, a device that never
+// ends (/dev/zero) is refused before it is read.
+TEST(Config, OnlyBoundedRegularFiles) {
+    const std::string fifo = ::testing::TempDir() + "/dscpgw-config-fifo";
+    ::unlink(fifo.c_str());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto error_loading = [](const std::string& path) {
+        try {
+            load_config(path);
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(error_loading(fifo).find("not a regular file"), std::string::npos);
+    ::unlink(fifo.c_str());
+    EXPECT_NE(error_loading("/dev/zero").find("not a regular file"), std::string::npos);
+    const std::string big = ::testing::TempDir() + "/dscpgw-config-big.toml";
+    {
+        std::ofstream f(big);
+        f << std::string(kMaxConfigBytes + 1, '#');
+    }
+    EXPECT_NE(error_loading(big).find("a config file is at most"), std::string::npos);
+    ::unlink(big.c_str());
+    EXPECT_NE(error_loading("/nonexistent/dscpgw.toml").find("cannot open config file"),
+              std::string::npos);
+}
+
+// Route validation is O(n log n): 100,000 routes load (a quadratic check took minutes), and a
+// duplicate among them is still found.
+TEST(Config, ManyRoutes) {
+    std::string routes = "routes = [";
+    for (uint32_t i = 0; i < 100000; ++i)
+        routes += "\"10." + std::to_string(i >> 16) + "." + std::to_string((i >> 8) & 0xff) + "." +
+                  std::to_string(i & 0xff) + "/32\",";
+    const std::string text = std::string(kPorts) +
+                             "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\n"
+                             "remote = \"198.18.0.2\"\nnext_hop_mac = \"02:00:00:00:00:01\"\n";
+    const Config c = parse_config(text + routes + "]\n", "t.toml");
+    EXPECT_EQ(c.tunnels[0].routes.size(), 100000u);
+    EXPECT_NE(error_of(text + routes + "\"10.0.0.7/32\"]\n").find("is already routed to tunnel"),
+              std::string::npos);
 }
 
 }  // namespace
