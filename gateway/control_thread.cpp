@@ -35,12 +35,18 @@ double unix_now() {
         .count();
 }
 
-// civetweb's listening_ports: "ADDR:PORT", "[V6]:PORT", or "PORT" for every address.
+// civetweb's listening_ports: "ADDR:PORT", "[V6]:PORT", or "+PORT" for every IPv4 and IPv6
+// address.
 std::string civet_port(const std::string& listen) {
-    if (listen.rfind("*:", 0) == 0) return listen.substr(2);
-    if (listen.rfind(":", 0) == 0) return listen.substr(1);
+    if (listen.rfind("*:", 0) == 0) return "+" + listen.substr(2);
+    if (listen.rfind(":", 0) == 0) return "+" + listen.substr(1);
     return listen;
 }
+
+// The endpoint serves several scrapers at once, and a client that connects and stalls holds one
+// of its threads for at most the request timeout, never the endpoint.
+constexpr const char* kMetricsThreads = "8";
+constexpr const char* kMetricsRequestTimeoutMs = "5000";
 
 class Collector : public prometheus::Collectable {
   public:
@@ -79,8 +85,9 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
             return metric_families(gather(false));
         });
         try {
-            exposer_ =
-                std::make_unique<prometheus::Exposer>(civet_port(setup_.cfg.metrics_listen), 1);
+            exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+                "listening_ports", civet_port(setup_.cfg.metrics_listen), "num_threads",
+                kMetricsThreads, "request_timeout_ms", kMetricsRequestTimeoutMs});
         } catch (const std::exception& e) {
             throw std::runtime_error("[metrics] listen = \"" + setup_.cfg.metrics_listen +
                                      "\": cannot listen there: " + e.what());

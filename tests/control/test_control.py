@@ -325,6 +325,27 @@ def pcap_suite():
 
         R.check("metrics_exposition_promtool", exposition)
 
+        def metrics_not_stalled_by_idle_clients():
+            # Three clients that connect and send nothing and one that sends half a request and
+            # stops: each holds one of the endpoint's threads, not the endpoint.
+            idle = []
+            for i in range(4):
+                c = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+                if i == 3:
+                    c.sendall(b"GET /metr")
+                idle.append(c)
+            try:
+                t0 = time.monotonic()
+                text = http_get(f"http://127.0.0.1:{gw.port}/metrics", timeout=3)
+                assert "dscpgw_build_info" in text, text[:200]
+                took = time.monotonic() - t0
+                assert took < 2.5, f"a scrape beside four stalled clients took {took:.1f} s"
+            finally:
+                for c in idle:
+                    c.close()
+
+        R.check("metrics_not_stalled_by_idle_clients", metrics_not_stalled_by_idle_clients)
+
         def documented():
             with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
                 doc = f.read()
