@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -94,6 +95,7 @@ ControlServer::ControlServer(const std::string& path) : path_(path) {
 }
 
 ControlServer::~ControlServer() {
+    for (const Pending& c : pending_) ::close(c.fd);
     if (fd_ >= 0) {
         ::close(fd_);
         ::unlink(path_.c_str());
@@ -102,31 +104,73 @@ ControlServer::~ControlServer() {
 
 void ControlServer::serve(int timeout_ms,
                           const std::function<std::string(const std::string&, bool&)>& handle) {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) <= 0) return;
-    for (int served = 0; served < 8; ++served) {
-        const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) return;  // EAGAIN: nobody else waiting.
-        set_timeouts(c, 1);
-        std::string req;
-        char buf[512];
-        while (req.size() < kMaxRequest && req.find('\n') == std::string::npos) {
-            const ssize_t n = ::recv(c, buf, sizeof buf, 0);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            req.append(buf, static_cast<size_t>(n));
+    using Clock = std::chrono::steady_clock;
+    const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+        // Wait for the listening socket and every pending client, at most until the nearest
+        // client deadline or the caller's timeout.
+        auto wake = until;
+        for (const Pending& c : pending_) wake = std::min(wake, c.deadline);
+        std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+        for (const Pending& c : pending_) fds.push_back({c.fd, POLLIN, 0});
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
+        const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(left, 0)));
+        const auto now = Clock::now();
+        if (n > 0 && (fds[0].revents & POLLIN) != 0) {
+            for (int c;
+                 (c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+                if (pending_.size() >= kMaxClients) {
+                    // Full: the client waiting longest makes room (it had most of its second).
+                    ::close(pending_.front().fd);
+                    pending_.erase(pending_.begin());
+                }
+                pending_.push_back({c, now + kRequestDeadline, {}});
+            }
         }
-        if (const size_t nl = req.find('\n'); nl != std::string::npos) req.resize(nl);
-        bool ok = true;
-        std::string body;
-        if (req.size() >= kMaxRequest) {
-            ok = false;
-            body = "request too long\n";
-        } else {
-            body = handle(req, ok);
+        for (size_t i = 0; i < pending_.size();) {
+            Pending& c = pending_[i];
+            bool done = false;
+            char buf[512];
+            for (;;) {
+                const ssize_t r = ::recv(c.fd, buf, sizeof buf, 0);
+                if (r > 0) {
+                    c.request.append(buf, static_cast<size_t>(r));
+                    if (c.request.find('\n') != std::string::npos ||
+                        c.request.size() >= kMaxRequest)
+                        break;
+                    continue;
+                }
+                if (r < 0 && errno == EINTR) continue;
+                done = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);  // Closed, or failed.
+                break;
+            }
+            const size_t nl = c.request.find('\n');
+            if (nl != std::string::npos || c.request.size() >= kMaxRequest) {
+                bool ok = true;
+                std::string body;
+                if (nl == std::string::npos) {
+                    ok = false;
+                    body = "request too long\n";
+                } else {
+                    body = handle(c.request.substr(0, nl), ok);
+                }
+                // The reply is written blocking, bounded by a send timeout.
+                ::fcntl(c.fd, F_SETFL, ::fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
+                set_timeouts(c.fd, 2);
+                write_all(c.fd, (ok ? "OK\n" : "ERROR\n") + body);
+                done = true;
+            } else if (now >= c.deadline) {
+                done = true;  // No whole request within its deadline: dropped, nothing answered.
+            }
+            if (done) {
+                ::close(c.fd);
+                pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+            } else {
+                ++i;
+            }
         }
-        write_all(c, (ok ? "OK\n" : "ERROR\n") + body);
-        ::close(c);
+        if (Clock::now() >= until) return;
     }
 }
 

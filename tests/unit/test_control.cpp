@@ -257,6 +257,58 @@ TEST(Metrics, EveryDropReasonAndConventionalNames) {
     }
 }
 
+// Clients that connect and say nothing, or trickle a byte at a time, delay no other client and
+// never keep serve() from returning to the control thread's periodic work.
+TEST(ControlSocket, IdleAndTricklingClientsDelayNoOne) {
+    char tmpl[] = "/tmp/dscpgw-ctl-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string path = std::string(tmpl) + "/g.sock";
+    ControlServer srv(path);
+    std::atomic<bool> stop{false};
+    std::atomic<int> rounds{0};
+    std::thread server([&] {
+        while (!stop) {
+            srv.serve(20, [](const std::string& req, bool&) { return "got [" + req + "]\n"; });
+            ++rounds;
+        }
+    });
+    const auto connect_to = [&] {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+        EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a), 0);
+        return fd;
+    };
+    std::vector<int> idle;
+    for (int i = 0; i < 20; ++i) idle.push_back(connect_to());
+    std::atomic<bool> trickling{true};
+    std::thread trickler([&] {
+        const int fd = connect_to();
+        while (trickling) {
+            (void)::send(fd, "s", 1, MSG_NOSIGNAL);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        ::close(fd);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int rounds_before = rounds;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string body;
+    EXPECT_EQ(control_request(path, "status", body), 0);
+    EXPECT_EQ(body, "got [status]\n");
+    const auto took = std::chrono::steady_clock::now() - t0;
+    // Before, each silent client held the server for a second in turn: 20 s here.
+    EXPECT_LT(took, std::chrono::milliseconds(900));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_GE(rounds - rounds_before, 5) << "serve() keeps returning for periodic work";
+    trickling = false;
+    trickler.join();
+    for (const int fd : idle) ::close(fd);
+    stop = true;
+    server.join();
+}
+
 TEST(ControlSocket, RequestReplyErrorsAndPermissions) {
     char tmpl[] = "/tmp/dscpgw-ctl-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
