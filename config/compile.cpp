@@ -156,9 +156,20 @@ SnapshotBuild compile_snapshot(const Config& cfg,
     hp.hash_func = rte_hash_crc;
     hp.socket_id = SOCKET_ID_ANY;
     s->decap = rte_hash_create(&hp);
-    if (s->lpm4 == nullptr || s->lpm6 == nullptr || s->decap == nullptr)
-        throw std::runtime_error(std::string("cannot allocate route/decap tables: ") +
-                                 rte_strerror(rte_errno));
+    // Say which table could not be had, and how big it was: DPDK's errno is often stale here.
+    const auto refuse = [](const std::string& what) {
+        throw std::runtime_error("cannot allocate " + what +
+                                 " in DPDK memory: raise [eal] args -m (or the hugepages) or "
+                                 "reduce the routes and tunnels");
+    };
+    if (s->lpm4 == nullptr)
+        refuse("the IPv4 route table (rte_lpm, " + std::to_string(c4.max_rules) + " rules, " +
+               std::to_string(c4.number_tbl8s) + " tbl8 groups, at least 64 MiB)");
+    if (s->lpm6 == nullptr)
+        refuse("the IPv6 route table (rte_lpm6, " + std::to_string(c6.max_rules) + " rules, " +
+               std::to_string(c6.number_tbl8s) + " tbl8 groups)");
+    if (s->decap == nullptr)
+        refuse("the decapsulation table (rte_hash, " + std::to_string(hp.entries) + " entries)");
 
     for (size_t i = 0; i < s->tunnels.size(); ++i) {
         TunnelConf& t = s->tunnels[i];

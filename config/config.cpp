@@ -37,7 +37,11 @@ class Checker {
         os << file_ << ':' << where.begin.line << ':' << where.begin.column << ": " << key << ": "
            << what;
         errors_.push_back(os.str());
+        failed_.insert(key);
     }
+    // Whether `key` already has an error: checks that build on its value are skipped, so that a
+    // mistake is reported once and never as a default the user did not write.
+    bool failed(const std::string& key) const { return failed_.count(key) != 0; }
 
     void finish() const {
         if (errors_.empty()) return;
@@ -160,6 +164,7 @@ class Checker {
   private:
     std::string file_;
     std::vector<std::string> errors_;
+    std::set<std::string> failed_;
 };
 
 // The LEN of ADDRESS/LEN: decimal, 0..max.
@@ -603,7 +608,9 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
             tc.outer_mtu = cfg.ports[static_cast<size_t>(op)].mtu;
             tc.inner_mtu = cfg.ports[static_cast<size_t>(ip)].mtu;
             const uint32_t overhead = static_cast<uint32_t>(14 + (tc.outer_v6 ? 40 : 20) + 8 + 8);
-            if (tc.inner_mtu + overhead > tc.outer_mtu)
+            const bool mtus_given = !c.failed("ports[" + std::to_string(op) + "].mtu") &&
+                                    !c.failed("ports[" + std::to_string(ip) + "].mtu");
+            if (mtus_given && tc.inner_mtu + overhead > tc.outer_mtu)
                 c.error(t->source(), path,
                         "outer port \"" + cfg.ports[static_cast<size_t>(op)].name + "\" mtu " +
                             std::to_string(tc.outer_mtu) + " cannot carry inner port \"" +

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "config/config.h"
@@ -300,6 +301,19 @@ TEST(Config, ManyRoutes) {
     EXPECT_EQ(c.tunnels[0].routes.size(), 100000u);
     EXPECT_NE(error_of(text + routes + "\"10.0.0.7/32\"]\n").find("is already routed to tunnel"),
               std::string::npos);
+}
+
+// One error per mistake: a port MTU out of range is not reported again as the default the checks
+// after it would have used.
+TEST(Config, OneErrorPerMistake) {
+    std::string text = std::string(kPorts) +
+                       "[[tunnels]]\nname = \"t\"\ntype = \"vxlan\"\nvni = 1\n"
+                       "remote = \"198.18.0.2\"\nnext_hop_mac = \"02:00:00:00:00:01\"\n";
+    text.replace(text.find("mtu = 9000"), 10, "mtu = 99999");
+    const std::string err = error_of(text);
+    EXPECT_NE(err.find("ports[1].mtu: 99999 is out of range"), std::string::npos) << err;
+    EXPECT_EQ(err.find("cannot carry"), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 0) << err;
 }
 
 }  // namespace
