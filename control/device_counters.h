@@ -26,14 +26,6 @@ namespace dscpgw {
     X(device_rx_nombuf, "port_rx_nombuf_total", "", "packets", "",                        \
       "Receive buffer allocation failures (ethdev rx_nombuf): the mbuf pool ran dry.", rx_nombuf)
 
-#define DSCPGW_DEVICE_ENUM(field, ...) field,
-#define DSCPGW_DEVICE_INFO(field, metric, label, unit, column, help, member) \
-    CounterInfo{#field, metric, label, unit, column, help},
-struct DeviceCounter {
-    enum : size_t { DSCPGW_DEVICE_COUNTERS(DSCPGW_DEVICE_ENUM) count };
-    static constexpr CounterInfo info[count] = {DSCPGW_DEVICE_COUNTERS(DSCPGW_DEVICE_INFO)};
-};
-#undef DSCPGW_DEVICE_ENUM
-#undef DSCPGW_DEVICE_INFO
+DSCPGW_FAMILY(DeviceCounter, DSCPGW_DEVICE_COUNTERS)
 
 }  // namespace dscpgw

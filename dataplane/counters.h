@@ -112,7 +112,9 @@ struct CounterInfo {
 };
 
 #define DSCPGW_COUNTER_ENUM(field, ...) field,
-#define DSCPGW_COUNTER_INFO(field, metric, label, unit, column, help) \
+// Entries may carry more arguments after the help (the device list names its rte_eth_stats
+// member); the family ignores them.
+#define DSCPGW_COUNTER_INFO(field, metric, label, unit, column, help, ...) \
     CounterInfo{#field, metric, label, unit, column, help},
 
 // Family F: F::count entries, indexed by F::field, described by F::info.
