@@ -1,5 +1,6 @@
 // Compiles a validated Config into the Snapshot workers read: per-tunnel outer-header templates,
 // the route tables (rte_lpm / rte_lpm6) and the decap table (rte_hash).
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
@@ -75,7 +76,7 @@ void build_template(TunnelConf& t, const std::array<uint8_t, 6>& src_mac,
 
 void StagedNeighbors::apply(NeighborTable& table, Snapshot& s) const {
     for (const Entry& e : entries) {
-        const int i = table.add(e.family, e.port, e.addr.data());
+        const int i = table.add(e.family, e.port, e.addr.data(), true, rte_get_tsc_cycles());
         if (i < 0) throw std::logic_error("neighbor table full after compile checked it");
         Neighbor& n = table.at(static_cast<size_t>(i));
         if (e.is_static) {
@@ -134,6 +135,11 @@ SnapshotBuild compile_snapshot(const Config& cfg,
     s->classes = cfg.classes;
     for (const ClassRule& c : s->classes) s->class_match.push_back(compile_class(c));
     s->tunnels = cfg.tunnels;
+    s->paths = std::make_unique<TunnelPath[]>(s->tunnels.size());
+    for (size_t i = 0; i < s->tunnels.size(); ++i) {
+        s->tunnels[i].path = &s->paths[i];
+        s->paths[i].mtu.store(s->tunnels[i].outer_mtu, std::memory_order_relaxed);
+    }
     const std::string suffix = std::to_string(++g_table_seq);
 
     size_t n4 = 0, n6 = 0;
@@ -213,10 +219,12 @@ SnapshotBuild compile_snapshot(const Config& cfg,
         }
         fresh += seen ? 0 : 1;
     }
-    if (neighbors.size() + fresh > kMaxNeighbors)
-        throw std::runtime_error("neighbor table full: " + std::to_string(fresh) +
-                                 " new entries needed, " +
-                                 std::to_string(kMaxNeighbors - neighbors.size()) + " free");
+    // Configured entries have their own share: learned LAN hosts never take their room.
+    if (neighbors.configured_count() + fresh > kMaxConfiguredNeighbors)
+        throw std::runtime_error(
+            "neighbor table full: " + std::to_string(fresh) + " new next hops or static " +
+            "neighbors needed, " +
+            std::to_string(kMaxConfiguredNeighbors - neighbors.configured_count()) + " free");
     return build;
 }
 

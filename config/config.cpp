@@ -83,6 +83,33 @@ class Checker {
         return std::string(n->as_string()->get());
     }
 
+    std::optional<bool> boolean(const toml::table& t, const std::string& path,
+                                std::string_view key) {
+        const toml::node* n = t.get(key);
+        if (n == nullptr) return std::nullopt;
+        if (!n->is_boolean()) {
+            error(n->source(), join(path, key), "expected true or false");
+            return std::nullopt;
+        }
+        return n->as_boolean()->get();
+    }
+
+    // One of `words` (the index of the one given), or nullopt when absent or wrong (said).
+    std::optional<size_t> word(const toml::table& t, const std::string& path, std::string_view key,
+                               std::initializer_list<std::string_view> words) {
+        auto s = str(t, path, key, false);
+        if (!s) return std::nullopt;
+        std::string expect;
+        size_t i = 0;
+        for (std::string_view w : words) {
+            if (*s == w) return i;
+            expect.append(i++ == 0 ? "\"" : " or \"").append(w).append("\"");
+        }
+        error(t.get(key)->source(), join(path, key),
+              std::string("\"").append(*s).append("\" is not valid; expected ").append(expect));
+        return std::nullopt;
+    }
+
     std::optional<int64_t> integer(const toml::table& t, const std::string& path,
                                    std::string_view key, int64_t lo, int64_t hi, bool required) {
         const toml::node* n = t.get(key);
@@ -331,7 +358,9 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         const std::string path = "ports[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
-        c.only_keys(*t, path, {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac"});
+        c.only_keys(
+            *t, path,
+            {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac", "trust_dscp", "default_dscp"});
         PortConf p;
         p.name = checked_name(c, *t, path, names, sanitised, "port");
         if (auto role = c.str(*t, path, "role", true)) {
@@ -349,6 +378,14 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
                     "device \"" + p.device + "\" is used by another port");
         p.mtu = static_cast<uint32_t>(c.integer(*t, path, "mtu", 576, 16000, false).value_or(1500));
         p.has_mac = station_mac(c, *t, path, "mac", false, p.mac);
+        p.trust_dscp = c.boolean(*t, path, "trust_dscp").value_or(false);
+        p.default_dscp =
+            static_cast<uint8_t>(c.integer(*t, path, "default_dscp", 0, 63, false).value_or(0));
+        if (p.role == PortRole::outer)
+            for (const char* key : {"trust_dscp", "default_dscp"})
+                if (const toml::node* k = t->get(key))
+                    c.error(k->source(), path + "." + key,
+                            "only inner ports classify: the key applies to the LAN side");
         for (int fam : {4, 6}) {
             const char* key = fam == 4 ? "ipv4" : "ipv6";
             auto s = c.str(*t, path, key, false);
@@ -521,7 +558,7 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         c.only_keys(*t, path,
                     {"name", "type", "vni", "remote", "next_hop_mac", "next_hop", "routes",
                      "outer_dscp", "ecn", "inner_dscp_on_decap", "ttl", "udp_dst_port", "port",
-                     "inner_port", "inner_mac"});
+                     "inner_port", "inner_mac", "inner_vlan", "udp6_zero_checksum_rx", "mtu"});
         TunnelConf tc;
         tc.name = checked_name(c, *t, path, names, sanitised, "tunnel");
         if (auto s = c.str(*t, path, "inner_mac", false)) {
@@ -552,15 +589,9 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
             c.int_or_word(*t, path, "inner_dscp_on_decap", 0, 63,
                           {{"preserve", kDscpPreserve}, {"copy-outer", kDscpCopyOuter}})
                 .value_or(kDscpPreserve));
-        if (auto ecn = c.str(*t, path, "ecn", false)) {
-            if (*ecn == "rfc6040")
-                tc.ecn_rfc6040 = true;
-            else if (*ecn == "off")
-                tc.ecn_rfc6040 = false;
-            else
-                c.error(t->get("ecn")->source(), path + ".ecn",
-                        "\"" + *ecn + "\" is not valid; expected \"rfc6040\" or \"off\"");
-        }
+        if (auto ecn = c.word(*t, path, "ecn", {"rfc6040", "off"})) tc.ecn_rfc6040 = *ecn == 0;
+        if (auto v = c.word(*t, path, "inner_vlan", {"drop", "keep"})) tc.inner_vlan_keep = *v == 1;
+        tc.udp6_zero_csum_rx = c.boolean(*t, path, "udp6_zero_checksum_rx").value_or(false);
         std::array<uint8_t, 6> nh_mac{};
         const bool has_mac = t->get("next_hop_mac") != nullptr,
                    has_ip = t->get("next_hop") != nullptr;
@@ -599,27 +630,38 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                         std::copy_n(p.ipv4.begin(), 4, tc.local.begin());
                     else
                         tc.local = p.ipv6;
+                    // A tunnel to ourselves would loop every packet through the underlay.
+                    for (const PortConf& q : cfg.ports)
+                        if (q.role == PortRole::outer &&
+                            (fam == 4 ? q.has_ipv4 && std::equal(q.ipv4.begin(), q.ipv4.end(),
+                                                                 tc.remote.begin())
+                                      : q.has_ipv6 && q.ipv6 == tc.remote))
+                            c.error(t->get("remote")->source(), path + ".remote",
+                                    "remote " + format_ip(fam, tc.remote.data()) +
+                                        " is the VTEP address of outer port \"" + q.name +
+                                        "\": a tunnel to itself");
                 }
             }
         }
         if (op >= 0 && ip >= 0) {
             tc.outer_port = static_cast<uint16_t>(op);
             tc.inner_port = static_cast<uint16_t>(ip);
-            tc.outer_mtu = cfg.ports[static_cast<size_t>(op)].mtu;
+            const PortConf& outer = cfg.ports[static_cast<size_t>(op)];
+            tc.outer_mtu = outer.mtu;
             tc.inner_mtu = cfg.ports[static_cast<size_t>(ip)].mtu;
-            const uint32_t overhead = static_cast<uint32_t>(14 + (tc.outer_v6 ? 40 : 20) + 8 + 8);
-            const bool mtus_given = !c.failed("ports[" + std::to_string(op) + "].mtu") &&
-                                    !c.failed("ports[" + std::to_string(ip) + "].mtu");
-            if (mtus_given && tc.inner_mtu + overhead > tc.outer_mtu)
-                c.error(t->source(), path,
-                        "outer port \"" + cfg.ports[static_cast<size_t>(op)].name + "\" mtu " +
-                            std::to_string(tc.outer_mtu) + " cannot carry inner port \"" +
-                            cfg.ports[static_cast<size_t>(ip)].name + "\" mtu " +
-                            std::to_string(tc.inner_mtu) +
-                            " once encapsulated: it needs at least " +
-                            std::to_string(tc.inner_mtu + overhead) + " (inner MTU + " +
-                            std::to_string(overhead) + " bytes of Ethernet, IPv" +
-                            (tc.outer_v6 ? "6" : "4") + ", UDP and tunnel headers)");
+            // The underlay path beyond the outer port may carry less than the port (a cloud's
+            // 1460 or 8950 behind a 9000-byte link); never more.
+            if (auto m = c.integer(*t, path, "mtu", tc.outer_v6 ? kMinPathMtu6 : kMinPathMtu4,
+                                   16000, false)) {
+                if (static_cast<uint32_t>(*m) > outer.mtu &&
+                    !c.failed("ports[" + std::to_string(op) + "].mtu"))
+                    c.error(t->get("mtu")->source(), path + ".mtu",
+                            "tunnel mtu " + std::to_string(*m) + " exceeds outer port \"" +
+                                outer.name + "\" mtu " + std::to_string(outer.mtu) +
+                                ": the path cannot carry more than the link");
+                else
+                    tc.outer_mtu = static_cast<uint32_t>(*m);
+            }
         }
         for (auto& [s, where] : c.strings(*t, path, "routes")) {
             std::string why;
@@ -655,6 +697,10 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
     if (cfg.tunnels.size() > kMaxTunnels)
         c.error(n->source(), "tunnels",
                 "at most " + std::to_string(kMaxTunnels) + " tunnels are supported");
+    if (all_routes.size() > kMaxRoutes)
+        c.error(n->source(), "tunnels",
+                std::to_string(all_routes.size()) + " routes: at most " +
+                    std::to_string(kMaxRoutes) + " in all are supported");
 }
 
 void load_neighbors(Checker& c, const toml::table& root, Config& cfg) {
@@ -682,9 +728,9 @@ void load_neighbors(Checker& c, const toml::table& root, Config& cfg) {
         station_mac(c, *t, path, "mac", true, sn.mac);
         cfg.neighbors.push_back(sn);
     }
-    if (cfg.neighbors.size() > kMaxNeighbors / 2)
+    if (cfg.neighbors.size() > kMaxStaticNeighbors)
         c.error(n->source(), "neighbors",
-                "at most " + std::to_string(kMaxNeighbors / 2) + " static neighbors");
+                "at most " + std::to_string(kMaxStaticNeighbors) + " static neighbors");
 }
 
 Config build(const toml::table& root, const std::string& source_name) {

@@ -49,6 +49,7 @@ struct Config {
 // Bounds on what a config may hold.
 inline constexpr size_t kMaxConfigBytes = 16 << 20;  // A regular file of at most 16 MiB.
 inline constexpr size_t kMaxNameLen = 63;            // Port, class and tunnel names.
+inline constexpr size_t kMaxRoutes = 262144;         // Tunnel routes in all (both families).
 
 // Parses and validates; throws ConfigError listing every problem.
 Config load_config(const std::string& path);

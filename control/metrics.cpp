@@ -166,6 +166,12 @@ std::vector<MetricFamily> metric_families(const Report& r) {
         Families::add(cnp_rate, t.cnp_decap_rate, {{"direction", "decap"}, {"tunnel", t.name}});
     }
 
+    f.each("dscpgw_tunnel_path_mtu_bytes",
+           "Path MTU the tunnel uses now (outer IP bytes): its configured mtu, or less while an "
+           "ICMP error from the underlay holds it lower (10 minutes).",
+           G, r.tunnels, "tunnel", tunnel_name,
+           [](const TunnelReport& t) { return static_cast<double>(t.path_mtu); });
+
     MetricFamily& drops = f.family("dscpgw_drops_total", drops_help(), C);
     for (size_t i = 1; i < kDropReasonCount; ++i)
         Families::add(drops, d(r.drops[i]), {{"reason", std::string(kDropReasonInfo[i].name)}});
@@ -192,6 +198,18 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     f.counter("dscpgw_neighbor_expired_total",
               "Learned MACs forgotten after their owner stopped answering probes.",
               d(r.neighbors_expired));
+    f.counter("dscpgw_neighbor_probes_rate_limited_total",
+              "Probes not sent this second because the port had sent its 50.", d(r.probes_limited));
+    f.counter("dscpgw_neighbor_removed_total",
+              "Learned LAN hosts removed after a minute in the failed state.",
+              d(r.neighbors_removed));
+    f.counter("dscpgw_neighbor_evicted_total",
+              "Unresolved learned LAN hosts evicted (least recently used) to make room for "
+              "another on a port at its cap.",
+              d(r.neighbors_evicted));
+    f.counter("dscpgw_neighbor_refused_total",
+              "LAN hosts not learned because their port was at its cap with every host resolved.",
+              d(r.neighbors_refused));
 
     std::vector<std::pair<std::string, const WorkerReport*>> ws;
     for (size_t w = 0; w < r.workers.size(); ++w) ws.emplace_back(std::to_string(w), &r.workers[w]);
@@ -235,7 +253,7 @@ std::string metrics_doc_table() {
     r.tunnels.resize(1);
     r.tunnels[0].name = "t";
     r.workers.resize(1);
-    r.neighbors.push_back({"198.18.0.254", "wan", "", false});
+    r.neighbors.push_back({"198.18.0.254", "wan", "", "incomplete", false});
     const std::set<std::string> item_labels = {"port",    "class",   "tunnel", "worker",
                                                "address", "version", "dpdk"};
     std::string o = "| metric | type | labels | meaning |\n|---|---|---|---|\n";

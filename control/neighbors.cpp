@@ -1,5 +1,6 @@
 #include "control/neighbors.h"
 
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -9,28 +10,67 @@
 
 namespace dscpgw {
 
+NeighborState neighbor_state(const Neighbor& n, uint64_t now, uint64_t hz) {
+    if (n.is_static.load(std::memory_order_relaxed)) return NeighborState::is_static;
+    if (n.failed) return NeighborState::failed;
+    const uint64_t mac = n.mac.load(std::memory_order_relaxed);
+    if ((mac & kNeighborValid) == 0) return NeighborState::incomplete;
+    const uint64_t learned = n.learned_tsc.load(std::memory_order_relaxed);
+    if (static_cast<double>(now - learned) < kNeighborReachable * static_cast<double>(hz))
+        return NeighborState::reachable;
+    return n.probes == 0 ? NeighborState::stale : NeighborState::probe;
+}
+
 void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl& ctl, uint64_t now,
                         uint64_t hz) {
     table.drain_requests(now);
+    table.reclaim(now);
     const auto secs = [hz](uint64_t dt) {
         return static_cast<double>(dt) / static_cast<double>(hz);
     };
     for (size_t i = 0; i < table.size(); ++i) {
         Neighbor& n = table.at(i);
-        if (n.is_static.load(std::memory_order_relaxed)) continue;
+        if (!n.live || n.is_static.load(std::memory_order_relaxed) || n.port >= s.ports.size())
+            continue;
         const uint64_t mac = n.mac.load(std::memory_order_relaxed);
         const uint64_t learned = n.learned_tsc.load(std::memory_order_relaxed);
-        const bool fresh = (mac & kNeighborValid) != 0 && secs(now - learned) < kNeighborReachable;
-        if (fresh) {
-            n.probes = 0;
+        if ((mac & kNeighborValid) != 0 && secs(now - learned) < kNeighborReachable) {
+            n.probes = 0;  // Reachable.
+            n.failed = false;
             continue;
         }
-        if (n.last_probe_tsc != 0 && secs(now - n.last_probe_tsc) < kNeighborProbeInterval)
+        if (n.failed) {
+            if (!n.configured) {
+                // Nobody answers for this LAN address: forget it (a packet for it asks again).
+                if (secs(now - n.failed_tsc) >= kNeighborFailedHold) {
+                    table.remove(i, now);
+                    ++ctl.removed;
+                }
+                continue;
+            }
+            if (secs(now - n.last_probe_tsc) < kNeighborFailedRetry) continue;
+        } else {
+            if (n.probes != 0 && secs(now - n.last_probe_tsc) < kNeighborProbeInterval) continue;
+            if (n.probes >= kNeighborMaxProbes) {
+                // Silent through every probe: stop sending to a MAC that is probably gone, and
+                // stop asking (a next hop slowly, a LAN host not at all).
+                if ((mac & kNeighborValid) != 0) {
+                    n.mac.store(0, std::memory_order_relaxed);
+                    ++ctl.expired;
+                }
+                n.failed = true;
+                n.failed_tsc = now;
+                continue;
+            }
+        }
+        // At most kNeighborProbesPerPort probes a second leave a port, whatever the LAN asks for.
+        if (now - ctl.budget_tsc[n.port] >= hz) {
+            ctl.budget_tsc[n.port] = now;
+            ctl.budget[n.port] = kNeighborProbesPerPort;
+        }
+        if (ctl.budget[n.port] == 0) {
+            ++ctl.probes_limited;
             continue;
-        if ((mac & kNeighborValid) != 0 && n.probes >= kNeighborMaxProbes) {
-            // Silent through every probe: stop sending to a MAC that is probably gone.
-            n.mac.store(0, std::memory_order_relaxed);
-            ++ctl.expired;
         }
         rte_mbuf* m = rte_pktmbuf_alloc(ctl.pool);
         if (m == nullptr) {
@@ -49,17 +89,23 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
             ++ctl.probes_failed;
             continue;
         }
+        --ctl.budget[n.port];
+        // Workers take a first or changed MAC on an outer port only as the answer to this.
+        n.probe_tsc.store(now, std::memory_order_relaxed);
         n.last_probe_tsc = now;
-        ++n.probes;
+        if (!n.failed) ++n.probes;
         ++ctl.probes_sent;
     }
 }
 
 std::vector<NeighborReport> neighbor_reports(const NeighborTable& table, const Snapshot& s) {
     std::vector<NeighborReport> out;
+    const uint64_t now = rte_get_tsc_cycles(), hz = rte_get_tsc_hz();
     for (size_t i = 0; i < table.size(); ++i) {
         const Neighbor& n = table.at(i);
+        if (!n.live) continue;
         NeighborReport r;
+        r.state = neighbor_state_name(neighbor_state(n, now, hz));
         r.addr = format_ip(n.family, n.addr.data());
         r.port = n.port < s.ports.size() ? s.ports[n.port].name : "?";
         r.is_static = n.is_static.load(std::memory_order_relaxed);

@@ -156,6 +156,12 @@ void json_tunnel(Json& j, const TunnelReport& t) {
         j.raw("null");
     else
         j.boolean(t.next_hop_resolved == 1);
+    j.num("mtu", t.mtu).num("path_mtu", t.path_mtu).num("carries_inner_mtu", t.carries);
+    j.key("path_mtu_learned_seconds_ago");
+    if (t.path_mtu_age < 0)
+        j.raw("null");
+    else
+        j.raw(fmt("%.1f", t.path_mtu_age));
     json_totals<TunnelCounter>(j, t.t)
         .dbl("cnp_encap_per_second", t.cnp_encap_rate)
         .dbl("cnp_decap_per_second", t.cnp_decap_rate)
@@ -270,6 +276,7 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
                 .str("mac", nb.mac)
                 .boolean("resolved", !nb.mac.empty())
                 .boolean("static", nb.is_static)
+                .str("state", nb.state)
                 .close('}');
         j.close(']');
     } else if (what == CtlCommand::flows) {
@@ -346,16 +353,22 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
                      all ? 100.0 * static_cast<double>(busy) / static_cast<double>(all) : 0.0);
         }
     } else if (what == CtlCommand::tunnels) {
-        o += fmt("%-16s %-6s %8s %-24s %-24s %-10s %-10s %s\n", "TUNNEL", "TYPE", "VNI", "LOCAL",
-                 "REMOTE", "OUTER", "INNER", "NEXT HOP");
+        o += fmt("%-16s %-6s %8s %-24s %-24s %-10s %-10s %-24s %8s %8s %s\n", "TUNNEL", "TYPE",
+                 "VNI", "LOCAL", "REMOTE", "OUTER", "INNER", "NEXT HOP", "PATH_MTU", "CARRIES",
+                 "PMTU_LEARNED");
         for (const TunnelReport& t : r.tunnels)
             o += fmt(
-                "%-16s %-6s %8u %-24s %-24s %-10s %-10s %s\n", t.name.c_str(), t.type.c_str(),
-                t.vni, t.local.c_str(), t.remote.c_str(), t.outer_port.c_str(),
+                "%-16s %-6s %8u %-24s %-24s %-10s %-10s %-24s %8u %8u %s\n", t.name.c_str(),
+                t.type.c_str(), t.vni, t.local.c_str(), t.remote.c_str(), t.outer_port.c_str(),
                 t.inner_port.c_str(),
                 t.next_hop_resolved < 0
                     ? "static MAC"
-                    : (t.next_hop + (t.next_hop_resolved ? " resolved" : " unresolved")).c_str());
+                    : (t.next_hop + (t.next_hop_resolved ? " resolved" : " unresolved")).c_str(),
+                t.path_mtu, t.carries,
+                t.path_mtu_age < 0 ? "-"
+                                   : fmt("%.0fs ago (configured %u, back at %.0fs)", t.path_mtu_age,
+                                         t.mtu, static_cast<double>(kPathMtuAgeSeconds))
+                                         .c_str());
     } else if (what == CtlCommand::classes) {
         o += fmt("%-20s %-9s", "CLASS", "DSCP") + columns<ClassCounter>() + "\n";
         for (const ClassReport& c : r.classes)
@@ -366,10 +379,7 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
         o += fmt("%-40s %-12s %-18s %s\n", "ADDRESS", "PORT", "MAC", "STATE");
         for (const NeighborReport& nb : r.neighbors)
             o += fmt("%-40s %-12s %-18s %s\n", nb.addr.c_str(), nb.port.c_str(),
-                     nb.mac.empty() ? "-" : nb.mac.c_str(),
-                     nb.is_static     ? "static"
-                     : nb.mac.empty() ? "unresolved"
-                                      : "resolved");
+                     nb.mac.empty() ? "-" : nb.mac.c_str(), nb.state.c_str());
     } else if (what == CtlCommand::flows) {
         if (r.flow_slots == 0) return "flow tracking is off ([metrics] flows = 0)\n";
         o += fmt("%zu RoCE conversations tracked (%u slots per worker)\n", r.flows_tracked,

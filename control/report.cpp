@@ -1,5 +1,7 @@
 #include "control/report.h"
 
+#include <rte_cycles.h>
+
 #include <cinttypes>
 #include <cmath>
 #include <sstream>
@@ -115,6 +117,14 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
         t.local = format_ip(c.outer_v6 ? 6 : 4, c.local.data());
         t.outer_port = s.ports[c.outer_port].name;
         t.inner_port = s.ports[c.inner_port].name;
+        t.mtu = c.outer_mtu;
+        t.path_mtu = c.path != nullptr ? c.path->mtu.load(std::memory_order_relaxed) : c.outer_mtu;
+        t.carries = carried_inner_mtu(c, t.path_mtu);
+        if (t.path_mtu < t.mtu)
+            t.path_mtu_age =
+                static_cast<double>(rte_get_tsc_cycles() -
+                                    c.path->lowered_tsc.load(std::memory_order_relaxed)) /
+                static_cast<double>(rte_get_tsc_hz());
         t.t = tt[i];
     }
     r.drops = sum_array(ws, &WorkerStats::drops);

@@ -56,6 +56,10 @@ struct TunnelReport {
     uint32_t vni = 0;
     uint16_t udp_port = 0;
     int next_hop_resolved = -1;  // -1: a static next-hop MAC; 0/1: ARP/ND state.
+    uint32_t mtu = 0;            // Configured path MTU (the tunnel's mtu or its outer port's).
+    uint32_t path_mtu = 0;       // Now: lower while an ICMP error from the underlay holds.
+    uint32_t carries = 0;        // The largest inner IP packet it carries now.
+    double path_mtu_age = -1;    // Seconds since an ICMP error last lowered it; -1: configured.
     TunnelTotals t{};
     double cnp_encap_rate = 0, cnp_decap_rate = 0;  // Per second, over the last second.
 };
@@ -67,6 +71,7 @@ struct WorkerReport {
 
 struct NeighborReport {
     std::string addr, port, mac;  // mac empty: unresolved.
+    std::string state;            // neighbor_state_name().
     bool is_static = false;
 };
 
@@ -98,6 +103,8 @@ struct Report {
     std::vector<WorkerReport> workers;
     std::vector<NeighborReport> neighbors;
     uint64_t probes_sent = 0, probes_failed = 0, neighbors_expired = 0;
+    uint64_t probes_limited = 0, neighbors_removed = 0, neighbors_evicted = 0,
+             neighbors_refused = 0;
     uint64_t mbufs_in_use = 0, mbufs_total = 0;
     std::vector<FlowReport> flows;  // Filled only for `flows`.
     size_t flows_tracked = 0;       // Conversations at the last sample.

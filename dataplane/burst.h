@@ -59,6 +59,18 @@ inline void prefetch_headers(const rte_mbuf* m, bool outer) {
     if (outer) rte_prefetch0(d + RTE_CACHE_LINE_SIZE);
 }
 
+// The device's verdict on the outer checksums, as RxCksum bits (RTE_MBUF_F_RX_*_CKSUM_NONE: the
+// checksum field is wrong but the data intact, as after a NIC changed it: taken as good).
+inline uint8_t rx_cksum_bits(uint64_t ol) {
+    uint8_t r = 0;
+    const uint64_t ip = ol & RTE_MBUF_F_RX_IP_CKSUM_MASK, l4 = ol & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+    if (ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD || ip == RTE_MBUF_F_RX_IP_CKSUM_NONE) r |= kRxIpGood;
+    if (ip == RTE_MBUF_F_RX_IP_CKSUM_BAD) r |= kRxIpBad;
+    if (l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4 == RTE_MBUF_F_RX_L4_CKSUM_NONE) r |= kRxL4Good;
+    if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD) r |= kRxL4Bad;
+    return r;
+}
+
 // Writes a processed Frame (moved start, new length) back into its single-segment mbuf.
 inline void frame_to_mbuf(const Frame& f, rte_mbuf* m) {
     m->data_off = static_cast<uint16_t>(f.headroom);
@@ -140,6 +152,9 @@ class BurstCounters {
             bs.flows->add(bs.flow_run, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp, bs.now_tsc);
     }
     void local(LocalReply r) { st_.local[static_cast<size_t>(r)].inc(); }
+    void path_mtu_lowered(size_t tunnel) {
+        cc_.tunnel[TunnelCounter::path_mtu_lowered][tunnel].inc();
+    }
     void drop(DropReason r) { st_.drops[static_cast<size_t>(r)].inc(); }
     void dataplane(size_t field) { st_.dataplane[field][0].inc(); }
     void flush(uint16_t rx_port, uint16_t n, uint64_t rx_bytes) {
@@ -200,7 +215,8 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         if (unlikely(m->nb_segs != 1)) {
             v.drop = DropReason::multi_segment;
         } else {
-            Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
+            Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
+                    kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
             // The common case in few steps (the shortcut takes it or leaves it untouched).
             if constexpr (kOuter)
                 plain = decap_plain(s, rx_port, f, o, &decap_cache);
@@ -229,7 +245,9 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
                     continue;
                 }
                 count.local(v.local);
-                if (v.local == LocalReply::learned)
+                if (v.local == LocalReply::path_mtu && notes.tunnel_id >= 0)
+                    count.path_mtu_lowered(static_cast<size_t>(notes.tunnel_id));
+                if (v.local == LocalReply::learned || v.local == LocalReply::path_mtu)
                     rte_pktmbuf_free(m);
                 else
                     sink(v.out_port, m);

@@ -47,7 +47,10 @@ namespace dscpgw {
       "direction: encap = sent to the far side (congestion on this side), decap = received " \
       "from it (congestion there).")                                                         \
     X(cnp_decap, "tunnel_cnp_packets_total", "direction=decap", "packets", "CNP_OUT",        \
-      "RoCEv2 CNPs received from the far side: its receivers slow our senders down.")
+      "RoCEv2 CNPs received from the far side: its receivers slow our senders down.")        \
+    X(path_mtu_lowered, "tunnel_path_mtu_lowered_total", "", "packets", "PMTU_LOWERED",      \
+      "ICMP Fragmentation Needed / Packet Too Big from the underlay, quoting the gateway's " \
+      "own tunnel packets, that lowered the tunnel's path MTU.")
 
 // Per class, in the snapshot's counter bank; index kNoClass counts the packets no class matched.
 #define DSCPGW_CLASS_COUNTERS(X)                                                   \
@@ -104,7 +107,10 @@ namespace dscpgw {
     X(nd_advert, "nd_advert", "Neighbor Solicitations for a port's IPv6 address, answered.") \
     X(icmp6_echo, "icmp6_echo_reply", "ICMPv6 echo requests to a port's address, answered.") \
     X(learned, "neighbor_learned",                                                           \
-      "ARP or Neighbor Discovery that told a neighbor's MAC, consumed (nothing sent).")
+      "ARP or Neighbor Discovery that told a neighbor's MAC, consumed (nothing sent).")      \
+    X(path_mtu, "path_mtu_update",                                                           \
+      "ICMP Fragmentation Needed / Packet Too Big quoting one of the gateway's own tunnel "  \
+      "packets: the tunnel's path MTU lowered or confirmed, consumed.")
 
 // One counter of a family, as the lists above describe it.
 struct CounterInfo {

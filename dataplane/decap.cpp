@@ -2,7 +2,9 @@
 // decline; once the tunnel is known and the inner frame parsed they share decap_tail().
 #include "dataplane/decap.h"
 
+#include <rte_byteorder.h>
 #include <rte_hash.h>
+#include <rte_ip.h>
 
 #include <cstring>
 
@@ -59,6 +61,34 @@ const PortConf::TunnelUdpPort* tunnel_udp_port(const PortConf& port, uint16_t dp
     return tp;
 }
 
+uint16_t fold(uint32_t sum) {
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+
+// The outer IPv4 header checksum, or the outer IPv6 UDP checksum of the `udp_len`-byte datagram at
+// `udp` when it is not zero (whether zero may pass is the tunnel's to say): the device's verdict
+// where it gave one, else summed here. A sum over data that includes a right checksum is 0xffff.
+bool outer_csum_ok(const ParsedPacket& outer, const Frame& f, const uint8_t* udp,
+                   uint32_t udp_len) {
+    const uint8_t* ip = f.data + outer.l3_off;
+    if (outer.ip_ver == 4) {
+        if ((f.rx_cksum & (kRxIpGood | kRxIpBad)) != 0) return (f.rx_cksum & kRxIpGood) != 0;
+        return fold(__rte_raw_cksum(ip, (ip[0] & 0xfu) * 4u, 0)) == 0xffff;
+    }
+    if (udp == nullptr || load16(udp + 6) == 0) return true;
+    if ((f.rx_cksum & (kRxL4Good | kRxL4Bad)) != 0) return (f.rx_cksum & kRxL4Good) != 0;
+    // DPDK's raw sum adds words in host order; the pseudo-header's numbers are added alike.
+    uint32_t sum = __rte_raw_cksum(ip + kIpv6SrcOff, 32, 0) +
+                   rte_cpu_to_be_16(static_cast<uint16_t>(udp_len)) + rte_cpu_to_be_16(kProtoUdp);
+    return fold(__rte_raw_cksum(udp, udp_len, sum)) == 0xffff;
+}
+
+bool ieee_link_local(const uint8_t* dst_mac) {
+    return load32(dst_mac) == 0x0180c200u && dst_mac[4] == 0 && (dst_mac[5] & 0xf0) == 0;
+}
+
 // The decapsulation table, through the burst's one-entry cache when the caller keeps one.
 bool lookup_tunnel(const Snapshot& s, const DecapKey& key, DecapCache* cache, uint16_t& tid) {
     if (cache != nullptr && cache->tunnel_id >= 0 && cache->key == key) {
@@ -75,9 +105,15 @@ bool lookup_tunnel(const Snapshot& s, const DecapKey& key, DecapCache* cache, ui
 // What decapsulation does to the inner IP packet's TOS: bleaching detection, RFC 6040, the
 // DSCP-on-decap policy. Sets `tos` (the inner TOS to send) and the notes' outer_remarked /
 // ce_marked; false when RFC 6040 says drop (CE on a Not-ECT inner packet).
-bool decap_marks(const TunnelConf& t, const ParsedPacket& outer, const ParsedPacket& in,
-                 PacketNotes& n, uint8_t& tos) {
-    const int16_t expected = t.outer_dscp >= 0 ? t.outer_dscp : in.dscp();
+bool decap_marks(const Snapshot& s, const TunnelConf& t, const ParsedPacket& outer,
+                 const ParsedPacket& in, PacketNotes& n, uint8_t& tos) {
+    int expected = t.outer_dscp >= 0 ? t.outer_dscp : in.dscp();
+    // A far end with this config sent unclassified traffic from an untrusting port with its
+    // default_dscp outside (the inner DSCP is then not what the outer carried): classified here
+    // again, only in that case, to tell it from bleaching.
+    const PortConf& lan = s.ports[t.inner_port];
+    if (t.outer_dscp < 0 && outer.dscp() != expected && !lan.trust_dscp && classify(s, in) < 0)
+        expected = lan.default_dscp;
     n.outer_remarked = outer.dscp() != expected;
     int ecn = in.ecn();
     if (t.ecn_rfc6040) {
@@ -121,6 +157,30 @@ DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
     return DropReason::unknown_remote;
 }
 
+// What of a decapsulated frame the LAN may see: no IEEE link-local destination, no VLAN tag unless
+// the tunnel keeps them, IPv4/IPv6 (and on a transparent LAN Ethernet/IPv4 ARP and ND) only; the
+// frame shortened to its IP packet or ARP message, as encapsulation does. Neighbor Discovery on a
+// routed LAN is the gateway's own business with its hosts, never the far side's.
+[[gnu::always_inline]] inline DropReason inner_l2_check(const TunnelConf& t, const PortConf& lan,
+                                                        const ParsedPacket& in,
+                                                        const uint8_t* inner, uint32_t& inner_len) {
+    if (ieee_link_local(inner)) return DropReason::inner_link_local;
+    if (in.vlan_tags != 0 && !t.inner_vlan_keep) return DropReason::inner_vlan;
+    const bool routed = lan.has_ipv4 || lan.has_ipv6;
+    if (in.ip_ver == 0) {
+        if (routed || load16(inner + in.l3_off - 2) != kEtherTypeArp ||
+            !is_ipv4_arp(inner + in.l3_off, inner_len - in.l3_off))
+            return DropReason::inner_not_ip;
+        inner_len = in.l3_off + static_cast<uint32_t>(kArpLen);
+        return DropReason::none;
+    }
+    if (routed && in.proto == kProtoIcmp6 && !in.is_fragment && in.l4_off < inner_len &&
+        inner[in.l4_off] >= 133 && inner[in.l4_off] <= 137)
+        return DropReason::inner_not_ip;
+    inner_len = in.l3_off + in.ip_len;
+    return DropReason::none;
+}
+
 // The tail of both paths, once tunnel `tid` is known and the inner frame (`inner_len` bytes at
 // `inner_off`) parsed as `in`: every check first, then the writes, so that the shortcut can
 // decline on anything but none. `request`: ask the control thread to resolve an unknown LAN host.
@@ -131,11 +191,13 @@ DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
                                                     bool request, Verdict& v, PacketNotes& n) {
     const TunnelConf& t = s.tunnels[tid];
     uint8_t* inner = f.data + inner_off;
+    const PortConf& lan = s.ports[t.inner_port];
+    if (const DropReason r = inner_l2_check(t, lan, in, inner, inner_len); r != DropReason::none)
+        return r;
     if (in.ip_ver != 0) {
         uint8_t tos = 0;
-        if (!decap_marks(t, outer, in, n, tos)) return DropReason::ecn_ce_on_not_ect;
+        if (!decap_marks(s, t, outer, in, n, tos)) return DropReason::ecn_ce_on_not_ect;
         if (in.ip_len > t.inner_mtu) return DropReason::too_big;
-        const PortConf& lan = s.ports[t.inner_port];
         if (lan.has_ipv4 || lan.has_ipv6) {
             // Routed LAN: deliver to the host's own MAC, from ours, resolved by ARP/ND.
             uint64_t mac = 0;
@@ -166,6 +228,14 @@ Verdict outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes
     const PortConf& port = s.ports[rx_port];
     ParsedPacket outer;
     if ((v.drop = parse_packet(f.data, f.len, outer)) != DropReason::none) return v;
+    if (larger_than_port(port, outer, f)) {
+        v.drop = DropReason::too_big;
+        return v;
+    }
+    if (outer.ip_ver == 4 && !outer_csum_ok(outer, f, nullptr, 0)) {
+        v.drop = DropReason::bad_checksum;
+        return v;
+    }
     if (neighbor_on_outer(s, rx_port, outer, f, v)) return v;
     n.dscp_in = outer.dscp();
     if (!addressed_to(port, outer)) {
@@ -177,7 +247,9 @@ Verdict outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes
         return v;
     }
     if (outer.proto != kProtoUdp) {
-        // The VTEP answers pings so the underlay can check the path to it.
+        // The underlay's word on our packets' size; and the VTEP answers pings so the underlay
+        // can check the path to it.
+        if (path_mtu_on_outer(s, rx_port, outer, f, v, n)) return v;
         if (!echo_on_outer(port, rx_port, outer, f, v)) v.drop = DropReason::not_tunnel;
         return v;
     }
@@ -192,6 +264,10 @@ Verdict outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes
         v.drop = DropReason::truncated;
         return v;
     }
+    if (outer.ip_ver == 6 && !outer_csum_ok(outer, f, udp, udp_len)) {
+        v.drop = DropReason::bad_checksum;
+        return v;
+    }
     uint32_t th_len = 0, vni = 0;
     v.drop = parse_tunnel_header(tp->type, udp + kUdpLen, udp_len - static_cast<uint32_t>(kUdpLen),
                                  th_len, vni);
@@ -204,6 +280,10 @@ Verdict outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes
         return v;
     }
     n.tunnel_id = static_cast<int16_t>(tid);
+    if (outer.ip_ver == 6 && load16(udp + 6) == 0 && !s.tunnels[tid].udp6_zero_csum_rx) {
+        v.drop = DropReason::bad_checksum;
+        return v;
+    }
     const uint32_t inner_off = outer.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
     const uint32_t inner_len = outer.l4_off + udp_len - inner_off;
     ParsedPacket in;
@@ -223,12 +303,13 @@ bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Deca
     ParsedPacket outer;
     if (!parse_plain_udp(f.data, f.len, outer)) return false;
     const PortConf& port = s.ports[rx_port];
-    if (!addressed_to(port, outer)) return false;
+    if (!addressed_to(port, outer) || outer.ip_len > port.mtu) return false;
     const PortConf::TunnelUdpPort* tp = tunnel_udp_port(port, outer.dport);
     if (tp == nullptr) return false;
     const uint8_t* udp = f.data + outer.l4_off;
     const uint32_t udp_len = load16(udp + 4);
     if (udp_len < kUdpLen || outer.l4_off + udp_len > outer.l3_off + outer.ip_len) return false;
+    if (!outer_csum_ok(outer, f, udp, udp_len)) return false;
     uint32_t th_len = 0, vni = 0;
     if (parse_tunnel_header(tp->type, udp + kUdpLen, udp_len - static_cast<uint32_t>(kUdpLen),
                             th_len, vni) != DropReason::none)
@@ -238,6 +319,8 @@ bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Deca
                        make_decap_key(outer.ip_ver, outer.src, vni, outer.dport,
                                       static_cast<uint8_t>(rx_port)),
                        cache, tid))
+        return false;
+    if (outer.ip_ver == 6 && load16(udp + 6) == 0 && !s.tunnels[tid].udp6_zero_csum_rx)
         return false;
     const uint32_t inner_off = outer.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
     const uint32_t inner_len = outer.l4_off + udp_len - inner_off;

@@ -20,8 +20,8 @@ namespace dscpgw {
       "classified nor routed")                                                                     \
     X(no_route, "no tunnel route covers the inner destination")                                    \
     X(too_big,                                                                                     \
-      "the encapsulated packet would exceed the outer port's MTU, or a decapsulated one the "      \
-      "inner port's")                                                                              \
+      "a received frame larger than its port's MTU, an encapsulated packet larger than the "       \
+      "tunnel's path MTU, or a decapsulated one larger than the inner port's MTU")                 \
     X(no_headroom,                                                                                 \
       "the buffer has too little headroom for the outer headers (never with DPDK's 128-byte "      \
       "default)")                                                                                  \
@@ -44,7 +44,19 @@ namespace dscpgw {
       "addressed to a routed LAN port's own address, but not ARP, Neighbor Discovery or echo")     \
     X(no_neighbor,                                                                                 \
       "the tunnel's next hop, or a routed LAN's host, is not resolved (yet) by "                   \
-      "ARP/ND")
+      "ARP/ND")                                                                                    \
+    X(bad_checksum,                                                                                \
+      "an outer IPv4 header checksum or IPv6 UDP checksum that is wrong, or an IPv6 UDP checksum " \
+      "of zero on a tunnel without udp6_zero_checksum_rx (RFC 6935/6936)")                         \
+    X(inner_vlan,                                                                                  \
+      "a decapsulated frame with an 802.1Q/802.1ad tag, on a tunnel without inner_vlan = "         \
+      "\"keep\"")                                                                                  \
+    X(inner_link_local,                                                                            \
+      "a decapsulated frame to an IEEE 802.1 link-local address (01:80:c2:00:00:00/44: PAUSE, "    \
+      "PFC, STP, LACP, LLDP), which no bridge or router forwards")                                 \
+    X(inner_not_ip,                                                                                \
+      "a decapsulated frame that is neither IPv4 nor IPv6, or on a routed LAN is ARP or Neighbor " \
+      "Discovery (a transparent LAN also gets ARP and ND)")
 
 enum class DropReason : uint8_t {
     none = 0,

@@ -130,6 +130,13 @@ template <int kPlainFamily = 0>
     return tos;
 }
 
+// The DSCP the outer header inherits (a tunnel with a fixed `outer_dscp` overrides it): the inner
+// DSCP after marking for classified traffic and on a port that trusts its hosts' marks, else the
+// port's `default_dscp`, so that an unclassified host cannot pick its own underlay priority.
+inline uint8_t inherited_dscp(const PortConf& port, int cls, uint8_t tos) {
+    return cls >= 0 || port.trust_dscp ? static_cast<uint8_t>(tos >> 2) : port.default_dscp;
+}
+
 // Whether tunnel `t` can take an inner frame of `inner_len` bytes (Ethernet + IP, no tags) with
 // `headroom` bytes in front (tags included): nothing written. Sets the next hop's MAC (0: the
 // template's).
@@ -137,7 +144,8 @@ template <bool kV6>
 DropReason check_tunnel_family(const TunnelConf& t, const NeighborTable& neighbors,
                                uint32_t headroom, uint32_t inner_len, uint64_t& nh_mac) {
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
-    if (ip_hdr_len + kUdpLen + 8 + inner_len > t.outer_mtu) return DropReason::too_big;
+    if (ip_hdr_len + kUdpLen + 8 + inner_len > t.path->mtu.load(std::memory_order_relaxed))
+        return DropReason::too_big;
     if (headroom < outer_hdr_len<kV6>()) return DropReason::no_headroom;
     nh_mac = 0;
     if (t.neighbor >= 0) {
@@ -158,11 +166,11 @@ DropReason check_tunnel_family(const TunnelConf& t, const NeighborTable& neighbo
 // Pushes the tunnel's outer headers in front of the inner frame, once check_tunnel() passed. The
 // tunnel type only changes the template's bytes (built by the control side), so only the address
 // family specialises the code. `tags`: VLAN tag bytes to remove; `hash`: flow_hash() of the inner
-// packet; `inner_tos`: its TOS after marking.
+// packet; `inner_tos`: its TOS after marking; `dscp`: inherited_dscp().
 template <bool kV6>
 [[gnu::always_inline]] inline void encap_write(const TunnelConf& t, Frame& f, uint32_t tags,
-                                               uint32_t inner_len, uint8_t inner_tos, uint32_t hash,
-                                               uint64_t nh_mac, bool& offload) {
+                                               uint32_t inner_len, uint8_t inner_tos, uint8_t dscp,
+                                               uint32_t hash, uint64_t nh_mac, bool& offload) {
     constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
     constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
     const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
@@ -183,9 +191,8 @@ template <bool kV6>
     if (nh_mac != 0) unpack_mac(nh_mac, f.data);
 
     const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
-    const uint8_t dscp = t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp)
-                                           : static_cast<uint8_t>(inner_tos >> 2);
-    const uint8_t tos = static_cast<uint8_t>(dscp << 2 | ecn);
+    const uint8_t tos = static_cast<uint8_t>(
+        (t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp) : dscp) << 2 | ecn);
     uint8_t* ip = f.data + kEthLen;
     uint8_t* udp = ip + ip_hdr_len;
     const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
@@ -224,16 +231,16 @@ template <bool kV6>
 // inner tag is local to the LAN); `tos`: the inner TOS after marking.
 [[gnu::always_inline]] inline void encap_tail(const TunnelConf& t, uint32_t tunnel_idx,
                                               const ParsedPacket& pp, Frame& f, uint32_t tags,
-                                              uint32_t inner_len, uint8_t tos, uint64_t nh_mac,
-                                              Verdict& v, PacketNotes& n) {
+                                              uint32_t inner_len, uint8_t tos, uint8_t dscp,
+                                              uint64_t nh_mac, Verdict& v, PacketNotes& n) {
     n.tunnel_id = static_cast<int16_t>(tunnel_idx);
     v.out_port = t.outer_port;
     note_roce(n, pp, f.data);
     const uint32_t hash = flow_hash_inline(pp);
     if (t.outer_v6)
-        encap_write<true>(t, f, tags, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
+        encap_write<true>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
     else
-        encap_write<false>(t, f, tags, inner_len, tos, hash, nh_mac, v.tx_udp6_cksum);
+        encap_write<false>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
 }
 
 // encap_plain() for one inner family: a separate instance each, so that the IPv4 one carries
@@ -247,6 +254,7 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     ParsedPacket pp;
     if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
     const PortConf& port = s.ports[rx_port];
+    if (pp.ip_len > port.mtu) return false;
     if constexpr (kV6) {
         if (port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0) return false;
     } else {
@@ -263,7 +271,8 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     if (check_tunnel(t, *s.neighbors, f.headroom, inner_len, nh_mac) != DropReason::none)
         return false;
     const uint8_t tos = mark_inner < kV6 ? 6 : 4 > (s, pp, cls, f.data, n);
-    encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, nh_mac, v, n);
+    encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, inherited_dscp(port, cls, tos), nh_mac, v,
+               n);
     return true;
 }
 
@@ -289,13 +298,18 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
     n = PacketNotes{};
     ParsedPacket pp;
     if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;
+    if (larger_than_port(s.ports[rx_port], pp, f)) {
+        v.drop = DropReason::too_big;
+        return v;
+    }
     if (local_on_inner(s, rx_port, pp, f, v)) return v;
     if (pp.ip_ver == 0) {
         v.drop = DropReason::not_ip;
         return v;
     }
     // Marked before routing: a packet dropped later is traced with the DSCP it would have had.
-    const uint8_t tos = mark_inner(s, pp, classify_inline(s, pp), f.data, n);
+    const int cls = classify_inline(s, pp);
+    const uint8_t tos = mark_inner(s, pp, cls, f.data, n);
     uint32_t tunnel_idx = 0;
     const int rc = pp.ip_ver == 4 ? rte_lpm_lookup(s.lpm4, load32(pp.dst), &tunnel_idx)
                                   : rte_lpm6_lookup(s.lpm6, pp.dst, &tunnel_idx);
@@ -312,11 +326,12 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
     v.drop = check_tunnel(t, *s.neighbors, f.headroom + tags, inner_len, nh_mac);
     if (v.drop == DropReason::too_big && (pp.ip_ver == 6 || ipv4_df(pp, f.data))) {
         // RoCE sets DF: tell the sender the inner MTU that fits rather than dropping silently.
-        const uint32_t overhead = (t.outer_v6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8 + kEthLen;
-        v.pmtu = static_cast<uint16_t>(t.outer_mtu - overhead);
+        v.pmtu = static_cast<uint16_t>(
+            carried_inner_mtu(t, t.path->mtu.load(std::memory_order_relaxed)));
     }
     if (v.drop != DropReason::none) return v;
-    encap_tail(t, tunnel_idx, pp, f, tags, inner_len, tos, nh_mac, v, n);
+    encap_tail(t, tunnel_idx, pp, f, tags, inner_len, tos,
+               inherited_dscp(s.ports[rx_port], cls, tos), nh_mac, v, n);
     return v;
 }
 

@@ -284,6 +284,9 @@ bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6
             l4[0] != kIcmpEcho && l4[0] != kIcmpEchoReply)
             return false;
         constexpr uint32_t kHdr = kIpv4Len + 8;
+        // The error is built in place, in the original's bytes: it must be longer than the
+        // headers added (any packet too big for a tunnel is; found by fuzz_local).
+        if (pp.ip_len <= kHdr) return false;
         // RFC 1812 4.3.2.3: as much of the original as fits in 576 bytes.
         const uint32_t quote = std::min<uint32_t>(pp.ip_len - kHdr, 576 - kHdr);
         uint8_t orig_src[4];
@@ -313,6 +316,7 @@ bool make_too_big(const PortConf& port, const uint8_t* src4, const uint8_t* src6
         l4[0] < 128)
         return false;
     constexpr uint32_t kHdr = kIpv6Len + 8;
+    if (pp.ip_len <= kHdr) return false;
     // RFC 4443 2.4(c): as much as fits in the minimum IPv6 MTU.
     const uint32_t quote = std::min<uint32_t>(pp.ip_len - kHdr, 1280 - kHdr);
     uint8_t orig_src[16];
@@ -344,10 +348,10 @@ bool is_nd(const ParsedPacket& pp, const uint8_t* frame, uint8_t type) {
 // ARP, NS and NA may tell a neighbor's MAC; a question for us is answered as well. Returns what
 // the packet became: a reply to send, `learned` (consumed), or none (not ours).
 LocalReply neighbor_traffic(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f) {
-    // A routed LAN port adopts the hosts that talk to it (their ARP/NS tells their MAC).
-    const PortConf& port = s.ports[rx_port];
-    const bool adopt = port.role == PortRole::inner && (port.has_ipv4 || port.has_ipv6);
-    const bool learned = s.neighbors->learn(rx_port, pp, f.data, f.len, rte_rdtsc(), adopt);
+    // A routed LAN port adopts the hosts on its prefix that talk to it (their ARP/NS tells
+    // their MAC); an outer port learns its next hops from answers to its own probes.
+    const bool learned =
+        s.neighbors->learn(rx_port, s.ports[rx_port], pp, f.data, f.len, rte_rdtsc());
     const LocalReply r = answer_local(s.ports[rx_port], pp, f);
     return r != LocalReply::none ? r : learned ? LocalReply::learned : LocalReply::none;
 }
@@ -383,6 +387,113 @@ bool neighbor_on_outer(const Snapshot& s, uint16_t rx_port, const ParsedPacket& 
     else
         v.drop = pp.ip_ver == 0 ? DropReason::not_tunnel : DropReason::not_local;
     return true;
+}
+
+namespace {
+
+// Lowers (or, at the same value, confirms) `t`'s path MTU to `mtu`; true when it went down.
+bool lower_path_mtu(const TunnelConf& t, uint32_t mtu, uint64_t now) {
+    TunnelPath& p = *t.path;
+    mtu = std::min(mtu, t.outer_mtu);
+    uint32_t cur = p.mtu.load(std::memory_order_relaxed);
+    while (mtu < cur)
+        if (p.mtu.compare_exchange_weak(cur, mtu, std::memory_order_relaxed)) {
+            p.lowered_tsc.store(now, std::memory_order_relaxed);
+            p.lowered.fetch_add(1, std::memory_order_relaxed);
+            return true;
+        }
+    if (mtu == cur && cur < t.outer_mtu) p.lowered_tsc.store(now, std::memory_order_relaxed);
+    return false;
+}
+
+}  // namespace
+
+bool path_mtu_on_outer(const Snapshot& s, uint16_t rx_port, const ParsedPacket& pp, Frame& f,
+                       Verdict& v, PacketNotes& n) {
+    const PortConf& port = s.ports[rx_port];
+    const bool v6 = pp.ip_ver == 6;
+    const uint32_t end = pp.l3_off + pp.ip_len;
+    if (pp.proto != (v6 ? kProtoIcmp6 : kProtoIcmp) || pp.is_fragment || pp.l4_off + 8u > end)
+        return false;
+    const uint8_t* icmp = f.data + pp.l4_off;
+    const uint32_t icmp_len = end - pp.l4_off;
+    const uint8_t* q = icmp + 8;  // The quoted packet: ours, if this is for us at all.
+    const uint32_t qlen = icmp_len - 8;
+    uint32_t mtu = 0, qhl = 0;
+    if (!v6) {
+        if (icmp[0] != 3 || icmp[1] != 4 || !icmp_csum_ok(icmp, icmp_len)) return false;
+        mtu = load16(icmp + 6);
+        if (qlen < kIpv4Len + kUdpLen || (q[0] >> 4) != 4) return false;
+        qhl = (q[0] & 0xfu) * 4u;
+        if (qhl < kIpv4Len || qlen < qhl + kUdpLen || q[kIpv4ProtoOff] != kProtoUdp ||
+            !port.has_ipv4 || std::memcmp(q + kIpv4SrcOff, port.ipv4.data(), 4) != 0)
+            return false;
+    } else {
+        if (icmp[0] != 2 || icmp[1] != 0 ||
+            !icmp_csum_ok(icmp, icmp_len, pseudo6(f.data + pp.l3_off, icmp_len, kProtoIcmp6)))
+            return false;
+        mtu = load32(icmp + 4);
+        qhl = kIpv6Len;
+        if (qlen < kIpv6Len + kUdpLen || (q[0] >> 4) != 6 || q[kIpv6NextHdrOff] != kProtoUdp ||
+            !port.has_ipv6 || std::memcmp(q + kIpv6SrcOff, port.ipv6.data(), 16) != 0)
+            return false;
+    }
+    const uint8_t* qdst = q + (v6 ? kIpv6DstOff : kIpv4DstOff);
+    const uint8_t* udp = q + qhl;
+    const uint16_t dport = load16(udp + 2);
+    // RFC 792 promises 8 bytes past the IP header (the UDP header); most routers quote more, and
+    // then the VNI (at byte 4 of both VXLAN and Geneve headers) says which tunnel it was.
+    const bool has_vni = qlen >= qhl + kUdpLen + 8;
+    const uint32_t vni = has_vni ? load32(udp + kUdpLen + 4) >> 8 : 0;
+    const auto same_path = [&](const TunnelConf& t) {
+        return t.outer_port == rx_port && t.outer_v6 == v6 &&
+               std::memcmp(t.remote.data(), qdst, v6 ? 16 : 4) == 0;
+    };
+    int own = -1;
+    for (size_t i = 0; i < s.tunnels.size() && own < 0; ++i) {
+        const TunnelConf& t = s.tunnels[i];
+        if (same_path(t) && t.udp_port == dport && (!has_vni || t.vni == vni))
+            own = static_cast<int>(i);
+    }
+    if (own < 0) return false;
+    v.local = LocalReply::path_mtu;
+    // A zero MTU comes from a pre-RFC 1191 router: nothing to learn. The path is the remote's, so
+    // every tunnel to it learns; the floors keep a forged message from shrinking it to nothing.
+    if (mtu == 0) return true;
+    mtu = std::max(mtu, v6 ? kMinPathMtu6 : kMinPathMtu4);
+    const uint64_t now = rte_get_tsc_cycles();
+    for (size_t i = 0; i < s.tunnels.size(); ++i)
+        if (same_path(s.tunnels[i]) && lower_path_mtu(s.tunnels[i], mtu, now) &&
+            static_cast<int>(i) == own)
+            n.tunnel_id = static_cast<int16_t>(own);
+    return true;
+}
+
+size_t age_path_mtus(const Snapshot& s, uint64_t now_tsc, uint64_t tsc_hz) {
+    size_t n = 0;
+    for (const TunnelConf& t : s.tunnels) {
+        TunnelPath& p = *t.path;
+        if (p.mtu.load(std::memory_order_relaxed) >= t.outer_mtu) continue;
+        if (now_tsc - p.lowered_tsc.load(std::memory_order_relaxed) < kPathMtuAgeSeconds * tsc_hz)
+            continue;
+        p.mtu.store(t.outer_mtu, std::memory_order_relaxed);
+        ++n;
+    }
+    return n;
+}
+
+void carry_path_mtus(const Snapshot& from, const Snapshot& to) {
+    for (const TunnelConf& o : from.tunnels) {
+        const uint32_t mtu = o.path->mtu.load(std::memory_order_relaxed);
+        if (mtu >= o.outer_mtu) continue;
+        for (const TunnelConf& t : to.tunnels)
+            if (t.name == o.name && t.outer_v6 == o.outer_v6 && t.remote == o.remote &&
+                from.ports[o.outer_port].name == to.ports[t.outer_port].name) {
+                t.path->mtu.store(std::min(mtu, t.outer_mtu), std::memory_order_relaxed);
+                t.path->lowered_tsc.store(o.path->lowered_tsc.load(std::memory_order_relaxed),
+                                          std::memory_order_relaxed);
+            }
+    }
 }
 
 bool echo_on_outer(const PortConf& port, uint16_t rx_port, const ParsedPacket& pp, Frame& f,

@@ -11,12 +11,17 @@
 
 namespace dscpgw {
 
+// What the receiving device found of a frame's checksums (from the mbuf's RX flags), where it
+// checked them; zero: unknown, verified in software.
+enum RxCksum : uint8_t { kRxIpGood = 1, kRxIpBad = 2, kRxL4Good = 4, kRxL4Bad = 8 };
+
 // A frame in a buffer: `data` may move back into the headroom (encapsulation) or forward (VLAN
 // removal, decapsulation); `len` is the frame's length.
 struct Frame {
     uint8_t* data;
     uint32_t len;
     uint32_t headroom;
+    uint8_t rx_cksum = 0;  // RxCksum bits.
 };
 
 // What the packet path decided: where the frame goes, or why it goes nowhere.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -89,7 +90,11 @@ struct PortConf {
     std::array<uint8_t, 4> ipv4{};
     std::array<uint8_t, 16> ipv6{};
     uint8_t ipv4_len = 32, ipv6_len = 128;  // LAN prefix of an inner port's address.
-    bool tx_udp_cksum_offload = false;      // Set by `run` from the device's capabilities.
+    // Inner ports: whether unclassified packets' DSCP is carried into the outer header
+    // (`trust_dscp`), or `default_dscp` is used there instead.
+    bool trust_dscp = false;
+    uint8_t default_dscp = 0;
+    bool tx_udp_cksum_offload = false;  // Set by `run` from the device's capabilities.
     // Outer ports: the UDP ports tunnels listen on here, and the encapsulation each one carries.
     struct TunnelUdpPort {
         uint16_t udp_port;
@@ -102,6 +107,17 @@ struct PortConf {
     std::array<uint8_t, 4> icmp_src4{};
     std::array<uint8_t, 16> icmp_src6{};
 };
+
+// What the underlay taught about a tunnel's path MTU: lowered by workers from ICMP errors quoting
+// the gateway's own tunnel packets, raised back to the configured value by the control thread once
+// nothing lowered it for kPathMtuAge (10 minutes, RFC 1191 section 6.3 / RFC 8201 section 4).
+struct TunnelPath {
+    std::atomic<uint32_t> mtu{0};          // IP bytes of outer packets the path carries now.
+    std::atomic<uint64_t> lowered_tsc{0};  // When an ICMP error last lowered or confirmed it.
+    std::atomic<uint64_t> lowered{0};      // Times an ICMP error lowered it (this snapshot's).
+};
+inline constexpr uint64_t kPathMtuAgeSeconds = 600;
+inline constexpr uint32_t kMinPathMtu4 = 552, kMinPathMtu6 = 1280;
 
 inline constexpr int16_t kDscpInherit = -1;
 inline constexpr int16_t kDscpPreserve = -1;
@@ -117,10 +133,13 @@ struct TunnelConf {
     uint16_t inner_port = 0;
     uint8_t ttl = 64;
     bool ecn_rfc6040 = true;
+    bool inner_vlan_keep = false;        // `inner_vlan = "keep"`: decapsulated 802.1Q tags pass.
+    bool udp6_zero_csum_rx = false;      // `udp6_zero_checksum_rx`: RFC 6935/6936 zero checksums.
     int16_t outer_dscp = kDscpInherit;   // Or 0..63.
     int16_t decap_dscp = kDscpPreserve;  // Or kDscpCopyOuter or 0..63.
-    uint32_t outer_mtu = 1500;           // IP MTU of outer_port.
-    uint32_t inner_mtu = 1500;           // IP MTU of inner_port.
+    uint32_t outer_mtu = 1500;   // Configured path MTU: the tunnel's `mtu`, else outer_port's.
+    uint32_t inner_mtu = 1500;   // IP MTU of inner_port.
+    TunnelPath* path = nullptr;  // The live path MTU (Snapshot::paths); set by compile_snapshot.
     std::array<uint8_t, 16> remote{};
     std::array<uint8_t, 16> local{};
     std::vector<Prefix> routes;
@@ -183,6 +202,15 @@ inline DecapKey make_decap_key(uint8_t family, const uint8_t* remote, uint32_t v
     return k;
 }
 
+// Outer IP + UDP + tunnel header + inner Ethernet: what a tunnel adds to an inner IP packet.
+inline uint32_t tunnel_overhead(const TunnelConf& t) {
+    return (t.outer_v6 ? 40u : 20u) + 8u + 8u + 14u;
+}
+// The largest inner IP packet tunnel `t` carries now, and as configured.
+inline uint32_t carried_inner_mtu(const TunnelConf& t, uint32_t path_mtu) {
+    return path_mtu > tunnel_overhead(t) ? path_mtu - tunnel_overhead(t) : 0;
+}
+
 struct Snapshot {
     uint64_t generation = 1;  // Set by the owner: +1 per configuration that went live.
     uint8_t bank = 0;  // Which of each worker's ConfigCounters banks this snapshot counts in.
@@ -191,6 +219,7 @@ struct Snapshot {
     std::vector<ClassRule> classes;
     std::vector<ClassMatch> class_match;  // Same order as `classes`.
     std::vector<TunnelConf> tunnels;
+    std::unique_ptr<TunnelPath[]> paths;  // One per tunnel.
     rte_lpm* lpm4 = nullptr;
     rte_lpm6* lpm6 = nullptr;
     rte_hash* decap = nullptr;

@@ -17,6 +17,7 @@
 #include "control/metrics.h"
 #include "control/render.h"
 #include "control/telemetry.h"
+#include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 
 #ifndef DSCPGW_VERSION
@@ -180,6 +181,10 @@ Report ControlPlane::gather(bool with_flows) {
     r.probes_sent = setup_.nctl.probes_sent;
     r.probes_failed = setup_.nctl.probes_failed;
     r.neighbors_expired = setup_.nctl.expired;
+    r.probes_limited = setup_.nctl.probes_limited;
+    r.neighbors_removed = setup_.nctl.removed;
+    r.neighbors_evicted = setup_.neighbors->evictions();
+    r.neighbors_refused = setup_.neighbors->refused();
     for (rte_mempool* mp : setup_.pools) {
         r.mbufs_in_use += rte_mempool_in_use_count(mp);
         r.mbufs_total += mp->size;
@@ -246,6 +251,7 @@ bool ControlPlane::reload_locked(std::string& msg) {
     build.neighbors.apply(*setup_.neighbors, *snap);
     snap->bank = static_cast<uint8_t>(setup_.snap->bank ^ 1);
     snap->generation = setup_.snap->generation + 1;
+    carry_path_mtus(*setup_.snap, *snap);
     // Publish, then wait until every worker has finished the poll it may have begun under the
     // old snapshot; only then is the old one (and its counter bank) no longer in use.
     published_.store(snap.get(), std::memory_order_release);
@@ -345,6 +351,24 @@ void ControlPlane::periodic() {
     }
     if (now - last_tick_tsc_ >= hz) {
         last_tick_tsc_ = now;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            age_path_mtus(*setup_.snap, now, hz);
+            // Path MTU changes are rare and matter to whoever reads the log of a slow transfer.
+            for (const TunnelConf& t : setup_.snap->tunnels) {
+                const uint32_t mtu = t.path->mtu.load(std::memory_order_relaxed);
+                uint32_t& seen = path_mtu_seen_[t.name];
+                if (seen == 0) seen = t.outer_mtu;
+                if (mtu == seen) continue;
+                char buf[200];
+                std::snprintf(buf, sizeof buf,
+                              mtu < seen ? "tunnel %s: path MTU %u (was %u): ICMP from the underlay"
+                                         : "tunnel %s: path MTU back to %u (was %u)",
+                              t.name.c_str(), mtu, seen);
+                log_line(buf);
+                seen = mtu;
+            }
+        }
         for (size_t i = 0; i < setup_.eth_port.size(); ++i) {
             rte_eth_link link{};
             if (rte_eth_link_get_nowait(setup_.eth_port[i], &link) != 0) continue;

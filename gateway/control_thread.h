@@ -97,6 +97,7 @@ class ControlPlane {
     uint64_t last_tick_tsc_ = 0, last_flow_tsc_ = 0;
     std::map<std::string, std::pair<uint64_t, uint64_t>> cnp_prev_;  // Tunnel -> (encap, decap).
     std::map<std::string, std::pair<double, double>> cnp_rate_;
+    std::map<std::string, uint32_t> path_mtu_seen_;  // Per tunnel name: the path MTU last logged.
     std::vector<int> link_state_;
     std::unique_ptr<ControlServer> server_;
     std::shared_ptr<prometheus::Collectable> collectable_;

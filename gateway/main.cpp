@@ -32,6 +32,22 @@ int cmd_check(const std::string& config) {
         const Config cfg = load_config(config);
         std::printf("%s: OK (%zu ports, %zu tunnels, %zu classes)\n", config.c_str(),
                     cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size());
+        // What each tunnel carries: a LAN may be larger than its tunnels (jumbo LAN, 1500-byte
+        // underlay); the gateway then signals the difference like a router between two links.
+        for (const TunnelConf& t : cfg.tunnels) {
+            const uint32_t carried = carried_inner_mtu(t, t.outer_mtu);
+            const PortConf& lan = cfg.ports[t.inner_port];
+            std::printf("tunnel %s: path MTU %u over IPv%c carries inner IP packets up to %u bytes",
+                        t.name.c_str(), t.outer_mtu, t.outer_v6 ? '6' : '4', carried);
+            if (lan.mtu > carried)
+                std::printf(
+                    "; inner port %s has mtu %u: larger packets get ICMP "
+                    "Fragmentation Needed / Packet Too Big (DF, IPv6) or are dropped "
+                    "too_big\n",
+                    lan.name.c_str(), lan.mtu);
+            else
+                std::printf(" (inner port %s mtu %u fits)\n", lan.name.c_str(), lan.mtu);
+        }
         return 0;
     } catch (const ConfigError& e) {
         std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());

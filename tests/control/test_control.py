@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
 from netns import Results, Skip, Names, sh, ns, mac_of, require_root_and_netns, topology, teardown  # noqa: E402
 import pktlib  # noqa: E402
-from scapy.all import IP, TCP, UDP, Ether, Raw, wrpcap, rdpcap, raw  # noqa: E402
+from scapy.all import ICMP, IP, TCP, UDP, Ether, Raw, wrpcap, rdpcap, raw  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
 
 DSCPGW = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "dscpgw")
@@ -166,9 +166,15 @@ def workload_pcap():
                     TCP(sport=6000 + i, dport=80))
     path = os.path.join(TMP, "workload.pcap")
     wrpcap(path, pkts)
-    empty = os.path.join(TMP, "empty.pcap")
-    wrpcap(empty, [], linktype=1)
-    return path, empty, len(pkts)
+    # From the underlay: a router's Fragmentation Needed (MTU 1400) about one of the gateway's own
+    # az1 packets (VTEP 198.18.0.1 -> 198.18.7.7, Geneve VNI 100), quoting IP, UDP and Geneve.
+    quoted = raw(IP(src="198.18.0.1", dst="198.18.7.7", flags="DF") / UDP(sport=50000, dport=6081) /
+                 Raw(bytes([0, 0, 0x65, 0x58, 0, 0, 100, 0]) + b"x" * 64))
+    wan = [Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:fe") / IP(src="198.18.9.1", dst="198.18.0.1") /
+           ICMP(type=3, code=4, nexthopmtu=1400) / Raw(quoted[:28 + 8 + 8])]
+    wan_path = os.path.join(TMP, "wan-in.pcap")
+    wrpcap(wan_path, wan, linktype=1)
+    return path, wan_path, len(pkts)
 
 
 def example_body(lan_rx, wan_rx):
@@ -225,7 +231,7 @@ def pcap_suite():
             eq(st["ports"][1]["tx_packets"], total - WORKLOAD["no_route"], "wan transmitted")
             text = ctl(gw.sock, "stats").stdout
             assert re.search(r"^roce-cnp\s+30\s", text, re.M), text
-            assert re.search(r"^az1\s+87\s+0\s+0\s+0\s+30\s+0$", text, re.M), text
+            assert re.search(r"^az1\s+87\s+0\s+0\s+0\s+30\s+0\s+1$", text, re.M), text
             status = ctl(gw.sock, "status").stdout
             assert "generation 1" in status and "port lan" in status and "link up" in status, status
             js = ctl_json(gw.sock, "status")
@@ -235,6 +241,16 @@ def pcap_suite():
             assert re.search(r"^az1\s+geneve\s+100\s+198\.18\.0\.1\s+198\.18\.7\.7\s+wan\s+lan\s+static MAC",
                              ctl(gw.sock, "tunnels").stdout, re.M), ctl(gw.sock, "tunnels").stdout
             eq(ctl_json(gw.sock, "neighbors")["neighbors"], [], "no ARP/ND neighbors in this config")
+            # The underlay's Fragmentation Needed lowered az1's path MTU, visibly.
+            tj = {t["name"]: t for t in ctl_json(gw.sock, "tunnels")["tunnels"]}
+            eq((tj["az1"]["mtu"], tj["az1"]["path_mtu"], tj["az1"]["carries_inner_mtu"]), (9000, 1400, 1350),
+               "az1 path MTU learned from the underlay")
+            assert tj["az1"]["path_mtu_learned_seconds_ago"] is not None, tj["az1"]
+            eq((tj["metro"]["path_mtu"], tj["metro"]["path_mtu_learned_seconds_ago"]), (9000, None), "metro untouched")
+            eq(tj["az1"]["path_mtu_lowered"], 1, "counted per tunnel")
+            eq(st["local"]["path_mtu_update"], 1, "the ICMP error consumed")
+            assert re.search(r"^az1 .* 1400\s+1350 \d+s ago \(configured 9000", ctl(gw.sock, "tunnels").stdout,
+                             re.M), ctl(gw.sock, "tunnels").stdout
 
         R.check("ctl_views_count_the_workload", views)
 
@@ -313,10 +329,13 @@ def pcap_suite():
             eq(metric(text, "dscpgw_class_packets_total", **{"class": "roce-cnp"}), 30.0, "class metric")
             eq(metric(text, "dscpgw_tunnel_cnp_packets_total", tunnel="az1", direction="encap"), 30.0, "CNPs")
             eq(metric(text, "dscpgw_drops_total", reason="no_route"), 4.0, "drops")
+            eq(metric(text, "dscpgw_tunnel_path_mtu_bytes", tunnel="az1"), 1400.0, "learned path MTU")
+            eq(metric(text, "dscpgw_tunnel_path_mtu_lowered_total", tunnel="az1"), 1.0, "path MTU lowered")
             eq(metric(text, "dscpgw_drops_total", reason="bad_tunnel_header"), 0.0, "every reason present")
             eq(metric(text, "dscpgw_port_rx_packets_total", port="lan"), float(total), "ethdev ipackets")
             eq(metric(text, "dscpgw_port_up", port="wan"), 1.0, "link state")
-            eq(metric(text, "dscpgw_worker_packets_total", worker="0"), float(total), "worker packets")
+            eq(metric(text, "dscpgw_worker_packets_total", worker="0"), float(total + 1),
+               "worker packets (the workload and the underlay's ICMP error)")
             assert metric(text, "dscpgw_worker_busy_cycles_total", worker="0") > 0, "busy cycles"
             eq(metric(text, "dscpgw_config_generation"), 1.0, "generation")
             eq(metric(text, "dscpgw_build_info", version="0.1.0") is not None, True, "build info")
@@ -454,6 +473,8 @@ def pcap_suite():
                     st.pop(k)
                 stats = ctl_json(gw.sock, "stats")
                 stats.pop("workers")  # Cycles and polls move while the gateway idles.
+                for t in stats["tunnels"]:
+                    t.pop("path_mtu_learned_seconds_ago")  # A clock.
                 return st, ctl_json(gw.sock, "neighbors"), stats, ctl(gw.sock, "neighbors").stdout
             was = state()
             gw.write(body.replace("mtu = 9000", "mtu = 9200") +

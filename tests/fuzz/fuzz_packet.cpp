@@ -1,11 +1,12 @@
 // libFuzzer target over both directions of the packet path. The first input byte picks the port
 // (bit 0: inner or outer), the headroom (bits 1-6, times two) and the LAN mode (bit 7: transparent
-// or routed); the rest is the frame. Built with ASan and UBSan, so any read
-// past the frame or the buffer, or any undefined behaviour, stops the run.
-// It also holds the shortcuts to their reference: the straight-line parse of plain IPv4/UDP must
-// equal the general parser's result, the plain-IPv4 encapsulation and decapsulation must equal
-// the general paths', and a packet processed with a per-burst decap cache that has just seen it
-// must come out as it does without one.
+// or routed); the second what the device says of the checksums (RxCksum bits 0-3: mutated
+// frames keep reaching decapsulation when the "device" vouches for them); the rest is the frame.
+// Built with ASan and UBSan, so any read past the frame or the buffer, or any undefined behaviour,
+// stops the run. It also holds the shortcuts to their reference: the straight-line parse of plain
+// IPv4/UDP must equal the general parser's result, the plain-IPv4 encapsulation and decapsulation
+// must equal the general paths', and a packet processed with a per-burst decap cache that has just
+// seen it must come out as it does without one.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,12 +61,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    if (size < 1 || size > 16384) return 0;
+    if (size < 2 || size > 16384) return 0;
     const uint16_t port = data[0] & 1;
     const dscpgw::Snapshot* g_snap = g_snaps[data[0] >> 7];
     // Headroom from 0 to 126 bytes: encapsulation must never write before the buffer.
     const uint32_t headroom = ((data[0] >> 1) & 0x3f) * 2u;
-    const size_t len = size - 1;
+    const auto rx_cksum = static_cast<uint8_t>(data[1] & 0x0f);
+    ++data;
+    const size_t len = size - 2;
     // An exactly sized heap buffer, so ASan sees any access outside [buffer, buffer + headroom +
     // len).
     std::unique_ptr<uint8_t[]> buf(new uint8_t[headroom + len]);
@@ -78,10 +81,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     dscpgw::Outcome vc;
     for (int i = 0; i < 2; ++i) {
         std::memcpy(cached.get() + headroom, data + 1, len);
-        fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom};
+        fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
         vc = dscpgw::process_packet(*g_snap, port, fc, &cache);
     }
-    dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom};
+    dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
     dscpgw::Outcome v = dscpgw::process_packet(*g_snap, port, f);
     if (!same_verdict(v, vc) || f.len != fc.len || f.headroom != fc.headroom ||
         std::memcmp(buf.get(), cached.get(), headroom + len) != 0)
@@ -89,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     {
         // The general path alone must give what the shortcut gave.
         std::memcpy(cached.get() + headroom, data + 1, len);
-        fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom};
+        fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
         vc = dscpgw::Outcome{};
         static_cast<dscpgw::Verdict&>(vc) =
             g_snap->ports[port].role == dscpgw::PortRole::inner
@@ -102,7 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (v.pmtu != 0) {
         // The ICMP error is built in the same buffer, as the burst glue does.
         const dscpgw::PortConf& p = g_snap->ports[port];
-        f = dscpgw::Frame{buf.get() + headroom, static_cast<uint32_t>(len), headroom};
+        f = dscpgw::Frame{buf.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
         if (dscpgw::make_too_big(p, p.icmp_src4.data(), p.icmp_src6.data(), v.pmtu, f))
             v.drop = dscpgw::DropReason::none;
     }

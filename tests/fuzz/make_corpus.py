@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Seeds for the packet fuzzer: frames from the golden builders and the shared captures, each
-prefixed with the selector byte the target reads (bit 0: 0 = inner port, 1 = outer port;
-bits 1-6: headroom / 2; bit 7: routed LAN)."""
+prefixed with the two selector bytes the target reads (first: bit 0: 0 = inner port, 1 = outer port;
+bits 1-6: headroom / 2; bit 7: routed LAN; second: the device's checksum verdict, RxCksum bits,
+0 here: checked in software)."""
 import glob
 import logging
 import os
@@ -48,5 +49,5 @@ for f in sorted(glob.glob(os.path.join(captures, "*", "*.pcap"))):
 seeds = [bytes([s[0] & 0x7F]) + s[1:] for s in seeds] + [bytes([s[0] | 0x80]) + s[1:] for s in seeds]
 for i, s in enumerate(seeds):
     with open(os.path.join(out, f"seed{i:04d}"), "wb") as fh:
-        fh.write(s)
+        fh.write(s[:1] + bytes([0]) + s[1:])
 print(f"{len(seeds)} seeds in {out}")

@@ -166,6 +166,17 @@ class PacketBuilder {
     bool v6_ = false, udp_csum_ = true;
 };
 
+// Fills in the ICMPv6 checksum of an untagged Ethernet/IPv6 frame whose next header is ICMPv6.
+inline Bytes with_icmp6_csum(Bytes b) {
+    const size_t l3 = 14, l4 = l3 + 40, len = b.size() - l4;
+    b[l4 + 2] = b[l4 + 3] = 0;
+    uint32_t s = sum16(&b[l3 + 8], 32) + static_cast<uint32_t>(len) + 58;
+    const uint16_t c = finish(sum16(&b[l4], len, s));
+    b[l4 + 2] = static_cast<uint8_t>(c >> 8);
+    b[l4 + 3] = static_cast<uint8_t>(c);
+    return b;
+}
+
 // A buffer with headroom, as an mbuf gives the dataplane.
 struct TestFrame {
     explicit TestFrame(const Bytes& pkt, size_t headroom = 128) : buf(headroom + pkt.size()) {

@@ -111,6 +111,16 @@ TEST(Config, ErrorsNameKeyAndPosition) {
         {std::string(kPorts) + "[[classes]]\nname = \"c\"\nmatch = { sport = 1 }\n",
          "classes[0].match.sport: unknown key"},
         {"", "ports: missing: at least one [[ports]] is required"},
+        {std::string(kPorts) + "[[classes]]\nname = \"c\"\ndscp = 64\n",
+         "t.toml:13:8: classes[0].dscp: 64 is out of range 0..63"},
+        {tun + "inner_vlan = \"pass\"\n",
+         "tunnels[0].inner_vlan: \"pass\" is not valid; expected \"drop\" or \"keep\""},
+        {tun + "udp6_zero_checksum_rx = 1\n",
+         "tunnels[0].udp6_zero_checksum_rx: expected true or false"},
+        {std::string(kPorts) + "trust_dscp = true\n",
+         "ports[1].trust_dscp: only inner ports classify"},
+        {"[[ports]]\nname = \"lan\"\nrole = \"inner\"\ndevice = \"a\"\ndefault_dscp = 64\n",
+         "ports[0].default_dscp: 64 is out of range 0..63"},
     };
     for (const auto& c : cases) {
         const std::string err = error_of(c.text);
@@ -229,6 +239,8 @@ TEST(Config, RefusesValuesThatCannotBeRight) {
         {tunnel(mac, "127.0.0.1"), "is a loopback address"},
         {tunnel(mac, "::ffff:198.18.0.2"), "is an IPv4-mapped address"},
         {tunnel(mac, "::"), "is the unspecified address"},
+        {tunnel(mac, "198.18.0.1"),
+         "tunnels[0].remote: remote 198.18.0.1 is the VTEP address of outer port \"wan\""},
         {tunnel("next_hop_mac = \"ff:ff:ff:ff:ff:ff\"\n"),
          "tunnels[0].next_hop_mac: \"ff:ff:ff:ff:ff:ff\" is a broadcast or multicast"},
         {tunnel("next_hop_mac = \"01:00:5e:00:00:01\"\n"), "(group) MAC"},

@@ -1,5 +1,6 @@
 // Table-driven tests of the per-packet path: built input, expected verdict and expected bytes.
 #include <gtest/gtest.h>
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 
 #include <cstring>
@@ -62,6 +63,15 @@ routes = ["10.40.0.0/16"]
 outer_dscp = 34
 ecn = "off"
 inner_dscp_on_decap = "copy-outer"
+
+[[tunnels]]
+name = "narrow"
+type = "geneve"
+vni = 600
+remote = "198.18.7.5"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.60.0.0/16"]
+mtu = 1400
 
 [[tunnels]]
 name = "nh4"
@@ -305,6 +315,282 @@ TEST_F(Pipeline, DecapVxlanIpv6CopyOuterAndRemarked) {
     EXPECT_TRUE(o.v.outer_remarked) << "fixed tunnel expects 34";
 }
 
+// Decapsulation hands the LAN IP (and on a transparent LAN ARP) only, without the bytes that
+// trail the inner packet; a tunnel may keep inner VLAN tags and accept zero IPv6 UDP checksums.
+TEST(Decap, DeliversOnlyWhatTheLanShouldSee) {
+    const Config cfg = parse_config(R"(
+[[ports]]
+name = "lan"
+role = "inner"
+device = "a"
+[[ports]]
+name = "wan"
+role = "outer"
+device = "b"
+ipv4 = "198.18.0.1"
+ipv6 = "2001:db8:18::1"
+mtu = 9100
+[[tunnels]]
+name = "strict"
+type = "vxlan"
+vni = 1
+remote = "2001:db8:18::99"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.20.0.0/16"]
+[[tunnels]]
+name = "lenient"
+type = "vxlan"
+vni = 2
+remote = "2001:db8:18::99"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.30.0.0/16"]
+inner_vlan = "keep"
+udp6_zero_checksum_rx = true
+)",
+                                    "decap.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    auto decap = [&](uint32_t vni, const Bytes& inner, bool csum, Bytes* out = nullptr) {
+        test::TestFrame t(PacketBuilder()
+                              .eth()
+                              .ipv6("2001:db8:18::99", "2001:db8:18::1", 0)
+                              .udp(50000, 4789, csum)
+                              .vxlan(vni)
+                              .raw(inner)
+                              .build());
+        const Outcome o = process_packet(*snap, 1, t.frame);
+        if (out != nullptr) *out = t.bytes();
+        return o.drop;
+    };
+    const Bytes inner = roce4("10.20.0.9", "10.10.0.5", 0);
+    Bytes out;
+    EXPECT_EQ(decap(1, inner, false), DropReason::bad_checksum) << "zero checksum, strict";
+    ASSERT_EQ(decap(2, inner, false, &out), DropReason::none) << "zero checksum allowed";
+    EXPECT_EQ(out, inner);
+    // 8,000 bytes after the inner IP packet are not delivered.
+    Bytes trailing = inner;
+    trailing.insert(trailing.end(), 8000, 0xee);
+    ASSERT_EQ(decap(1, trailing, true, &out), DropReason::none);
+    EXPECT_EQ(out, inner);
+    const Bytes tagged = PacketBuilder()
+                             .eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, 100)
+                             .ipv4("10.20.0.9", "10.10.0.5", 0)
+                             .udp(1, 4791)
+                             .bth(4)
+                             .payload(16)
+                             .build();
+    EXPECT_EQ(decap(1, tagged, true), DropReason::inner_vlan);
+    ASSERT_EQ(decap(2, tagged, true, &out), DropReason::none) << "inner_vlan = keep";
+    EXPECT_EQ(out, tagged);
+    // Transparent LAN: Ethernet/IPv4 ARP passes, shortened to its 28 bytes; IEEE link-local
+    // destinations (here STP's 01:80:c2:00:00:00) never pass.
+    Bytes arp = PacketBuilder().eth({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}).build();
+    arp[12] = 0x08;
+    arp[13] = 0x06;
+    const Bytes arp_body = {0,  1,  8, 0, 6, 4, 0, 1, 2, 0, 0,  0,  0x10, 2,
+                            10, 20, 0, 9, 0, 0, 0, 0, 0, 0, 10, 20, 0,    1};
+    arp.insert(arp.end(), arp_body.begin(), arp_body.end());
+    Bytes padded = arp;
+    padded.insert(padded.end(), 18, 0);
+    ASSERT_EQ(decap(1, padded, true, &out), DropReason::none);
+    EXPECT_EQ(out, arp);
+    Bytes stp = inner;
+    std::copy_n(Bytes{0x01, 0x80, 0xc2, 0, 0, 0}.begin(), 6, stp.begin());
+    EXPECT_EQ(decap(2, stp, true), DropReason::inner_link_local);
+    Bytes not_link_local = inner;  // 01:80:c2:00:00:10 is outside the /44.
+    std::copy_n(Bytes{0x01, 0x80, 0xc2, 0, 0, 0x10}.begin(), 6, not_link_local.begin());
+    EXPECT_EQ(decap(1, not_link_local, true), DropReason::none);
+}
+
+// A jumbo LAN over a narrow tunnel: the config is accepted; packets exactly at the tunnel's MTU
+// pass and one byte more gets the sender an ICMP error carrying what the tunnel carries; frames
+// larger than the receiving port's MTU are dropped on ingress on both sides.
+TEST(Mtu, JumboLanNarrowTunnelBoundaries) {
+    const Config cfg = parse_config(R"(
+[[ports]]
+name = "lan"
+role = "inner"
+device = "a"
+mtu = 9000
+[[ports]]
+name = "wan"
+role = "outer"
+device = "b"
+ipv4 = "198.18.0.1"
+mtu = 1600
+[[tunnels]]
+name = "g"
+type = "geneve"
+vni = 100
+remote = "198.18.7.7"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.20.0.0/16"]
+mtu = 1400
+)",
+                                    "mtu.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    auto run_on = [&](uint16_t port, const Bytes& in) {
+        test::TestFrame t(in);
+        return process_packet(*snap, port, t.frame);
+    };
+    // roce4's IP packet: 20 + 8 + 12 + payload bytes; encapsulated over IPv4 + 50.
+    Outcome o = run_on(0, roce4("10.10.0.5", "10.20.0.9", 0, 4, 1350 - 40));
+    EXPECT_EQ(o.drop, DropReason::none) << "inner 1350 + 50 = the tunnel's 1400";
+    o = run_on(0, roce4("10.10.0.5", "10.20.0.9", 0, 4, 1351 - 40));
+    EXPECT_EQ(o.drop, DropReason::too_big);
+    EXPECT_EQ(o.pmtu, 1350) << "the sender learns what the tunnel carries";
+    o = run_on(0, roce4("10.10.0.5", "10.20.0.9", 0, 4, 9000 - 40));
+    EXPECT_EQ(o.drop, DropReason::too_big);
+    EXPECT_EQ(o.pmtu, 1350) << "a full jumbo packet from the LAN";
+    o = run_on(0, roce4("10.10.0.5", "10.20.0.9", 0, 4, 9001 - 40));
+    EXPECT_EQ(o.drop, DropReason::too_big);
+    EXPECT_EQ(o.pmtu, 0) << "larger than the LAN port itself: dropped on ingress, no ICMP";
+    auto outer = [&](size_t outer_ip_len) {
+        const size_t inner_ip = outer_ip_len - 50;
+        return PacketBuilder()
+            .eth({2, 0, 0, 0, 0, 8}, {2, 0, 0, 0, 0, 0xfe})
+            .ipv4("198.18.7.7", "198.18.0.1", 0)
+            .udp(50000, 6081, false)
+            .geneve(100)
+            .raw(roce4("10.20.0.9", "10.10.0.5", 0, 4, inner_ip - 40))
+            .build();
+    };
+    EXPECT_EQ(run_on(1, outer(1600)).drop, DropReason::none) << "exactly the outer port's MTU";
+    EXPECT_EQ(run_on(1, outer(1601)).drop, DropReason::too_big) << "one byte more";
+}
+
+// ICMP errors from the underlay that quote the gateway's own tunnel packets lower the tunnel's
+// path MTU (to a floor), others do not; the learned value ages back and survives a reload.
+TEST(Mtu, PathMtuLearnedFromTheUnderlay) {
+    const Config cfg = parse_config(std::string(kConfig), "unit.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    const TunnelConf& g4 = snap->tunnels[0];
+    ASSERT_EQ(g4.name, "g4");
+    // A tunnel packet as the gateway sends it, then the router's Fragmentation Needed about it.
+    test::TestFrame sent(roce4("10.10.0.5", "10.20.0.9", 0, 4, 500));
+    ASSERT_EQ(process_packet(*snap, kLan, sent.frame).drop, DropReason::none);
+    const Bytes ours = sent.bytes();
+    auto frag_needed = [&](uint16_t mtu, const Bytes& quoted, size_t quote_len = 28 + 8,
+                           const std::string& to = "198.18.0.1") {
+        Bytes icmp = {3, 4, 0, 0, 0, 0, static_cast<uint8_t>(mtu >> 8), static_cast<uint8_t>(mtu)};
+        icmp.insert(icmp.end(), quoted.begin() + 14, quoted.begin() + 14 + quote_len);
+        const uint16_t c = test::finish(test::sum16(icmp.data(), icmp.size()));
+        icmp[2] = static_cast<uint8_t>(c >> 8);
+        icmp[3] = static_cast<uint8_t>(c);
+        return PacketBuilder()
+            .eth(kWanMac, {2, 0, 0, 0, 0, 0xfe})
+            .ipv4("198.18.9.1", to, 0, 1)
+            .raw(icmp)
+            .build();
+    };
+    auto deliver = [&](const Bytes& b) {
+        test::TestFrame t(b);
+        return process_packet(*snap, kWan, t.frame);
+    };
+    const auto path = [&] { return g4.path->mtu.load(); };
+    EXPECT_EQ(path(), 1600u);
+    Outcome o = deliver(frag_needed(1400, ours));
+    EXPECT_EQ(o.local, LocalReply::path_mtu);
+    EXPECT_EQ(o.tunnel_id, 0) << "lowered: counted for g4";
+    EXPECT_EQ(path(), 1400u);
+    // Now a DF packet that fit before gets the new, smaller MTU back.
+    {
+        test::TestFrame t(roce4("10.10.0.5", "10.20.0.9", 0, 4, 1400));
+        const Outcome e = process_packet(*snap, kLan, t.frame);
+        EXPECT_EQ(e.drop, DropReason::too_big);
+        EXPECT_EQ(e.pmtu, 1350);
+    }
+    EXPECT_EQ(deliver(frag_needed(1500, ours)).local, LocalReply::path_mtu) << "consumed";
+    EXPECT_EQ(path(), 1400u) << "a larger MTU never raises it";
+    EXPECT_EQ(deliver(frag_needed(68, ours, 28)).local, LocalReply::path_mtu)
+        << "only the UDP header quoted (RFC 792's minimum)";
+    EXPECT_EQ(path(), 552u) << "never below 552 over IPv4";
+    // Not ours: another source address in the quote, a wrong checksum, a quote too short, not
+    // for our VTEP address.
+    Bytes spoofed = ours;
+    spoofed[14 + 12] = 10;
+    EXPECT_EQ(deliver(frag_needed(600, spoofed)).drop, DropReason::not_tunnel);
+    Bytes bad_csum = frag_needed(600, ours);
+    bad_csum.back() ^= 1;
+    EXPECT_EQ(deliver(bad_csum).drop, DropReason::not_tunnel);
+    EXPECT_EQ(deliver(frag_needed(600, ours, 24)).drop, DropReason::not_tunnel);
+    EXPECT_EQ(deliver(frag_needed(600, ours, 36, "198.18.0.2")).drop, DropReason::not_local);
+    // Kept across a reload of the same tunnel; aged back after ten minutes.
+    auto next = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    carry_path_mtus(*snap, *next);
+    EXPECT_EQ(next->tunnels[0].path->mtu.load(), 552u);
+    const uint64_t hz = rte_get_tsc_hz(), t0 = g4.path->lowered_tsc.load();
+    EXPECT_EQ(age_path_mtus(*snap, t0 + (kPathMtuAgeSeconds - 1) * hz, hz), 0u);
+    EXPECT_EQ(age_path_mtus(*snap, t0 + kPathMtuAgeSeconds * hz, hz), 1u);
+    EXPECT_EQ(path(), 1600u);
+}
+
+// Two classes that both match a packet: the first listed wins, whichever it is.
+TEST(Classify, FirstMatchWins) {
+    const std::string ports = R"(
+[[ports]]
+name = "lan"
+role = "inner"
+device = "a"
+[[ports]]
+name = "wan"
+role = "outer"
+device = "b"
+ipv4 = "198.18.0.1"
+mtu = 1600
+[[tunnels]]
+name = "t"
+type = "vxlan"
+vni = 1
+remote = "198.18.7.7"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.20.0.0/16"]
+)";
+    const std::string a = "[[classes]]\nname = \"a\"\nmatch = { udp_dst_port = 4791 }\ndscp = 10\n";
+    const std::string b = "[[classes]]\nname = \"b\"\nmatch = { ip_proto = 17 }\ndscp = 20\n";
+    for (const bool a_first : {true, false}) {
+        const Config cfg = parse_config(ports + (a_first ? a + b : b + a), "classes.toml");
+        NeighborTable table;
+        auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+        test::TestFrame t(roce4("10.10.0.5", "10.20.0.9", 0));
+        const Outcome o = process_packet(*snap, 0, t.frame);
+        ASSERT_EQ(o.drop, DropReason::none);
+        EXPECT_EQ(o.class_id, 0) << "the first listed";
+        EXPECT_EQ(o.dscp_out, a_first ? 10 : 20);
+    }
+}
+
+// ARP for an address that is not the gateway's is not answered, on either side; nor is a
+// gratuitous ARP for the gateway's own address.
+TEST(Local, ArpOnlyForOurAddress) {
+    PortConf port;
+    port.has_ipv4 = true;
+    port.ipv4 = {198, 18, 0, 1};
+    port.mac = {2, 0, 0, 0, 0, 1};
+    auto arp = [](const Bytes& spa, const Bytes& tpa) {
+        Bytes b = PacketBuilder().eth({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}).build();
+        b[12] = 0x08;
+        b[13] = 0x06;
+        const Bytes hdr = {0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0x10, 2};
+        b.insert(b.end(), hdr.begin(), hdr.end());
+        b.insert(b.end(), spa.begin(), spa.end());
+        b.insert(b.end(), 6, 0);
+        b.insert(b.end(), tpa.begin(), tpa.end());
+        return b;
+    };
+    auto answer = [&](const Bytes& in) {
+        test::TestFrame t(in);
+        ParsedPacket pp;
+        EXPECT_EQ(parse_packet(t.frame.data, t.frame.len, pp), DropReason::none);
+        return answer_local(port, pp, t.frame);
+    };
+    EXPECT_EQ(answer(arp({198, 18, 0, 9}, {198, 18, 0, 1})), LocalReply::arp);
+    EXPECT_EQ(answer(arp({198, 18, 0, 9}, {198, 18, 0, 77})), LocalReply::none) << "another host";
+    EXPECT_EQ(answer(arp({198, 18, 0, 1}, {198, 18, 0, 1})), LocalReply::none) << "gratuitous";
+}
+
 // One case per drop reason; the test fails if a reason has no case.
 TEST_F(Pipeline, EveryDropReason) {
     const Bytes inner = roce4("10.20.0.9", "10.10.0.5", 26 << 2);
@@ -324,6 +610,38 @@ TEST_F(Pipeline, EveryDropReason) {
     arp[13] = 0x06;
     Bytes bad_ver = roce4("10.10.0.5", "10.20.0.9", 0);
     bad_ver[14] = 0x35;
+    Bytes bad_ip_csum = gen("198.18.7.7", "198.18.0.1", 100, inner);
+    bad_ip_csum[14 + 10] ^= 0x01;
+    auto v6_outer = [&](const Bytes& payload, bool csum) {
+        return PacketBuilder()
+            .eth(kWanMac, kNh6)
+            .ipv6("2001:db8:18::99", "2001:db8:18::1", 0)
+            .udp(50000, 4789, csum)
+            .vxlan(200)
+            .raw(payload)
+            .build();
+    };
+    Bytes bad_udp6_csum = v6_outer(inner, true);
+    bad_udp6_csum[14 + 40 + 6] ^= 0x01;
+    // Inner frames the LAN must not see: a VLAN tag, PFC/PAUSE to 01:80:c2:00:00:01, LLDP.
+    Bytes tagged = PacketBuilder()
+                       .eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, 100)
+                       .ipv4("10.20.0.9", "10.10.0.5", 0)
+                       .udp(1, 4791)
+                       .bth(4)
+                       .payload(16)
+                       .build();
+    Bytes pause = inner;
+    std::copy_n(Bytes{0x01, 0x80, 0xc2, 0, 0, 0x01}.begin(), 6, pause.begin());
+    Bytes lldp = PacketBuilder().eth().payload(40).build();
+    lldp[12] = 0x88;
+    lldp[13] = 0xcc;
+    // RFC 8926 options whose length claims one word beyond the UDP datagram, the rest of which
+    // (and a whole valid inner frame) lies in the Ethernet trailer after the IP packet.
+    Bytes hidden = gen("198.18.7.7", "198.18.0.1", 100, {}, 0, 0x6558, {0, 1, 0, 1});
+    hidden[14 + 20 + 8] = 2;  // Option length: two words, the header's one plus one.
+    hidden.insert(hidden.end(), 4, 0);
+    hidden.insert(hidden.end(), inner.begin(), inner.end());
     struct Case {
         const char* what;
         uint16_t port;
@@ -336,7 +654,9 @@ TEST_F(Pipeline, EveryDropReason) {
         {"bad_ip_header", kLan, bad_ver, DropReason::bad_ip_header},
         {"not_ip", kLan, arp, DropReason::not_ip},
         {"no_route", kLan, roce4("10.10.0.5", "192.0.2.9", 0), DropReason::no_route},
-        {"too_big", kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 1560), DropReason::too_big},
+        {"too_big", kLan, roce4("10.10.0.5", "10.60.0.9", 0, 4, 1400), DropReason::too_big},
+        {"larger than the LAN port's MTU", kLan, roce4("10.10.0.5", "10.20.0.9", 0, 4, 1461),
+         DropReason::too_big},
         {"no_headroom", kLan, roce4("10.10.0.5", "10.20.0.9", 0), DropReason::no_headroom, 49},
         {"not_local", kWan, gen("198.18.7.7", "198.18.0.2", 100, inner), DropReason::not_local},
         {"not_tunnel", kWan,
@@ -387,6 +707,16 @@ TEST_F(Pipeline, EveryDropReason) {
         {"inner too big", kWan,
          gen("198.18.7.7", "198.18.0.1", 100, roce4("10.20.0.9", "10.10.0.5", 0, 4, 1500)),
          DropReason::too_big},
+        {"bad_checksum", kWan, bad_ip_csum, DropReason::bad_checksum},
+        {"wrong IPv6 UDP checksum", kWan, bad_udp6_csum, DropReason::bad_checksum},
+        {"zero IPv6 UDP checksum", kWan, v6_outer(inner, false), DropReason::bad_checksum},
+        {"inner_vlan", kWan, gen("198.18.7.7", "198.18.0.1", 100, tagged), DropReason::inner_vlan},
+        {"inner_link_local", kWan, gen("198.18.7.7", "198.18.0.1", 100, pause),
+         DropReason::inner_link_local},
+        {"inner_not_ip", kWan, gen("198.18.7.7", "198.18.0.1", 100, lldp),
+         DropReason::inner_not_ip},
+        {"Geneve options one word past the UDP payload, frame in the trailer", kWan, hidden,
+         DropReason::bad_tunnel_header},
     };
     std::set<DropReason> covered;
     for (const Case& c : cases) {
@@ -463,23 +793,61 @@ TEST(Neighbors, LearnedFromArpAndNa) {
         EXPECT_NE(run_on(kWan, forged).local, LocalReply::learned);
         EXPECT_EQ(run_on(kLan, roce4("10.10.0.5", "10.70.0.1", 0)).drop, DropReason::no_neighbor);
     }
+    // Only an answer to our own probe teaches the underlay's next hop.
+    const int nh4 = table.find(4, kWan, Bytes{198, 18, 0, 254}.data());
+    ASSERT_GE(nh4, 0);
+    Neighbor& e4 = table.at(static_cast<size_t>(nh4));
+    EXPECT_EQ(run_on(kWan, arp).local, LocalReply::none) << "unsolicited reply, nothing asked";
+    Bytes gratuitous = arp;  // A request from the next hop (gratuitous ARP): never an answer.
+    gratuitous[14 + 7] = 1;
+    e4.probe_tsc.store(rte_get_tsc_cycles());  // What the control thread's probe records.
+    EXPECT_NE(run_on(kWan, gratuitous).local, LocalReply::learned);
     EXPECT_EQ(run_on(kWan, arp).local, LocalReply::learned);
+    EXPECT_EQ(e4.probe_tsc.load(), 0u) << "answered";
     Bytes out;
     const Verdict v = run_on(kLan, roce4("10.10.0.5", "10.70.0.1", 0), &out);
     ASSERT_EQ(v.drop, DropReason::none);
     EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), (Bytes{2, 0xaa, 0, 0, 0, 1}))
         << "learned MAC as destination";
+    // Another MAC claiming the next hop: ignored within the lock time, ignored after it while the
+    // old MAC answers (no probe outstanding), taken only as the answer to a probe of a silent one.
+    Bytes hijack = arp;
+    hijack[6 + 5] = 0x66;
+    hijack[14 + 8 + 5] = 0x66;
+    const uint64_t hz = rte_get_tsc_hz();
+    e4.probe_tsc.store(rte_get_tsc_cycles());
+    EXPECT_EQ(run_on(kWan, hijack).local, LocalReply::none) << "within the lock time";
+    e4.probe_tsc.store(0);
+    e4.learned_tsc.store(rte_get_tsc_cycles() - 2 * hz);
+    EXPECT_EQ(run_on(kWan, hijack).local, LocalReply::none) << "nothing asked";
+    EXPECT_EQ(run_on(kWan, arp).local, LocalReply::learned) << "the same MAC confirms";
+    EXPECT_EQ(e4.mac.load() & 0xff, 1u);
+    e4.learned_tsc.store(rte_get_tsc_cycles() - 40 * hz);
+    e4.probe_tsc.store(rte_get_tsc_cycles());
+    EXPECT_EQ(run_on(kWan, hijack).local, LocalReply::learned) << "answers our probe";
+    EXPECT_EQ(e4.mac.load() & 0xff, 0x66u);
 
     // Neighbor Advertisement for fe80::1 with a target link-layer address option.
     auto ll = test::ip("fe80::1");
     Bytes na_body = {136, 0, 0, 0, 0x60, 0, 0, 0};
     na_body.insert(na_body.end(), ll.begin(), ll.end());
     for (int b : {2, 1, 2, 0xbb, 0, 0, 0, 2}) na_body.push_back(static_cast<uint8_t>(b));
-    const Bytes na = PacketBuilder()
-                         .eth(kWanMac, {2, 0xbb, 0, 0, 0, 2})
-                         .ipv6("fe80::1", "2001:db8:18::1", 0, 58, 255)
-                         .raw(na_body)
-                         .build();
+    const Bytes na = test::with_icmp6_csum(PacketBuilder()
+                                               .eth(kWanMac, {2, 0xbb, 0, 0, 0, 2})
+                                               .ipv6("fe80::1", "2001:db8:18::1", 0, 58, 255)
+                                               .raw(na_body)
+                                               .build());
+    EXPECT_EQ(run_on(kWan, na).local, LocalReply::none) << "not asked";
+    const int nh6 = table.find(6, kWan, ll.data());
+    ASSERT_GE(nh6, 0);
+    table.at(static_cast<size_t>(nh6)).probe_tsc.store(rte_get_tsc_cycles());
+    Bytes unsolicited_na = na;
+    unsolicited_na[14 + 40 + 4] = 0x20;  // Override only, not Solicited.
+    unsolicited_na = test::with_icmp6_csum(unsolicited_na);
+    Bytes bad_csum_na = na;
+    bad_csum_na[14 + 40 + 3] ^= 1;
+    EXPECT_EQ(run_on(kWan, bad_csum_na).local, LocalReply::none) << "a wrong ICMPv6 checksum";
+    EXPECT_EQ(run_on(kWan, unsolicited_na).local, LocalReply::none) << "an unsolicited NA";
     EXPECT_EQ(run_on(kWan, na).local, LocalReply::learned);
     ASSERT_EQ(run_on(kLan, roce4("10.10.0.5", "10.80.0.1", 0), &out).drop, DropReason::none);
     EXPECT_EQ(Bytes(out.begin(), out.begin() + 6), (Bytes{2, 0xbb, 0, 0, 0, 2}));
@@ -593,6 +961,25 @@ routes = ["10.20.0.0/16"]
         DropReason::local_unhandled);
     // Not on the LAN's prefix: no route (the gateway is no router beyond its LAN).
     EXPECT_EQ(run_on(kWan, tunnelled("10.11.0.5")).drop, DropReason::no_route);
+    // ARP and Neighbor Discovery from the far side would poison the LAN's caches: never passed.
+    auto tunnelled_frame = [&](const Bytes& inner) {
+        return PacketBuilder()
+            .eth(kWanMac, kNh4)
+            .ipv4("198.18.7.7", "198.18.0.1", 0)
+            .udp(50000, 6081, false)
+            .geneve(100)
+            .raw(inner)
+            .build();
+    };
+    EXPECT_EQ(run_on(kWan, tunnelled_frame(arp(2, host5, {10, 10, 0, 9}, {10, 10, 0, 5}))).drop,
+              DropReason::inner_not_ip);
+    const Bytes na = PacketBuilder()
+                         .eth()
+                         .ipv6("fe80::9", "ff02::1", 0, 58, 255)
+                         .raw(Bytes{136, 0, 0, 0, 0x20, 0, 0, 0})
+                         .payload(16)
+                         .build();
+    EXPECT_EQ(run_on(kWan, tunnelled_frame(na)).drop, DropReason::inner_not_ip);
     // Encapsulation readdresses the inner frame to the far end's MAC, from the LAN port's.
     const Bytes from_host = PacketBuilder()
                                 .eth({2, 0, 0, 0, 0x10, 1}, host5)
@@ -721,8 +1108,8 @@ TEST_F(Burst, CountsAndMultiSegmentDropped) {
 // A DF packet too big for its tunnel gets an ICMP error, unless its sender is no unicast host
 // (RFC 1812 4.3.2.7): then the error is counted as suppressed.
 TEST_F(Burst, TooBigAnsweredOrSuppressed) {
-    rte_mbuf* pkts[2] = {put(roce4("10.10.0.5", "10.20.0.9", 0, 4, 1700)),
-                         put(roce4("224.0.0.9", "10.20.0.9", 0, 4, 1700))};
+    rte_mbuf* pkts[2] = {put(roce4("10.10.0.5", "10.60.0.9", 0, 4, 1400)),
+                         put(roce4("224.0.0.9", "10.60.0.9", 0, 4, 1400))};
     auto st = std::make_unique<WorkerStats>();
     std::vector<rte_mbuf*> out;
     BurstState bs;
