@@ -4,10 +4,11 @@
 # replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
 # kernel's VXLAN as the gateway's peer; dscpgw-hostmark's BPF classifier on a veth), the control
 # plane (control socket, Prometheus, telemetry, reloads under load), the concurrent tests again
-# with a ThreadSanitizer build of the gateway (workers and the control thread on pcap, net_ring
-# and memif vdevs, reloads under RCU, reloads under load), and a bounded libFuzzer run.
+# with a ThreadSanitizer build of the gateway (workers and the control thread on pcap and memif
+# vdevs, reloads under RCU, reloads under load), and bounded libFuzzer runs.
 # Ends with "N passed, N failed[, N skipped]"; exits non-zero if anything failed.
-# FUZZ_SECONDS (default 60) bounds the fuzzer.
+# FUZZ_SECONDS (default 60) bounds the packet fuzzer; FUZZ_CONFIG_SECONDS and FUZZ_LOCAL_SECONDS
+# (default 20 each) the config and local-traffic fuzzers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,31 +87,44 @@ pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, re
   tests/control/test_control.py "$PWD/build/dscpgw"
 
 # The concurrent tests again, with the ThreadSanitizer build: `dscpgw run` with workers and the
-# control thread (two workers on one CPU with reloads under RCU; pcap, net_ring and memif vdevs),
+# control thread (two workers on one CPU with reloads under RCU; pcap and memif vdevs),
 # and the control plane's suite (ctl, Prometheus, telemetry, reloads, reloads under load).
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
-GOLDEN_ONLY=run_ pysuite golden-tsan "dscpgw run under ThreadSanitizer" \
+# The two-gateway memif test is left to the release run: there one gateway is a memif client,
+# whose connection net_memif's interrupt thread sets up and the exit path frees, inside the
+# uninstrumented EAL (stacks that end at librte_eal, which no suppression short of all of the EAL
+# can match); the memif server with testpmd as its peer still runs here.
+GOLDEN_SKIP=run_two_gateways_round_trip_over_memif GOLDEN_ONLY=run_ pysuite golden-tsan "dscpgw run under ThreadSanitizer" \
   tests/golden/test_replay.py "$PWD/build-tsan/dscpgw"
 DSCPGW_LOAD_RATE=800 pysuite control-tsan "the control plane under ThreadSanitizer" \
   tests/control/test_control.py "$PWD/build-tsan/dscpgw"
 unset TSAN_OPTIONS
 
-echo "== fuzz (libFuzzer, ASan+UBSan, ${FUZZ_SECONDS:-60}s over both directions)"
+# Three libFuzzer targets (ASan+UBSan): the packet path in both directions, the config loader,
+# and the gateway's own traffic (ARP, ND, ICMP). Each starts from its seeds.
 corpus=$log/corpus
-/usr/bin/python3 tests/fuzz/make_corpus.py "$corpus/seeds" >/dev/null 2>&1
-mkdir -p "$corpus/work"
-if ASAN_OPTIONS=detect_leaks=0 ./build-san/tests/fuzz_packet -max_total_time="${FUZZ_SECONDS:-60}" \
-     -max_len=9300 -print_final_stats=1 -artifact_prefix="$log/" "$corpus/work" "$corpus/seeds" \
-     >"$log/fuzz.log" 2>&1; then
-  grep -E '^(Done|stat::number_of_executed_units)' "$log/fuzz.log" | sed 's/^/   /'
-  echo "   1 passed, 0 failed"
-  passed=$((passed + 1))
-else
-  tail -40 "$log/fuzz.log"
-  ls "$log"/crash-* "$log"/leak-* 2>/dev/null
-  echo "   0 passed, 1 failed"
-  failed=$((failed + 1))
-fi
+/usr/bin/python3 tests/fuzz/make_corpus.py "$corpus/packet-seeds" >/dev/null 2>&1
+/usr/bin/python3 tests/fuzz/make_local_corpus.py "$corpus/local-seeds" >/dev/null 2>&1
+mkdir -p "$corpus/config-seeds"
+cp config/*.toml tests/golden/gw.toml "$corpus/config-seeds/"
+for target in packet:${FUZZ_SECONDS:-60}:9300 config:${FUZZ_CONFIG_SECONDS:-20}:8192 \
+              local:${FUZZ_LOCAL_SECONDS:-20}:9300; do
+  name=${target%%:*}; rest=${target#*:}; secs=${rest%%:*}; maxlen=${rest#*:}
+  echo "== fuzz-$name (libFuzzer, ASan+UBSan, ${secs}s)"
+  mkdir -p "$corpus/$name-work"
+  if ASAN_OPTIONS=detect_leaks=0 ./build-san/tests/fuzz_$name -max_total_time="$secs" \
+       -max_len="$maxlen" -print_final_stats=1 -artifact_prefix="$log/$name-" "$corpus/$name-work" \
+       "$corpus/$name-seeds" >"$log/fuzz-$name.log" 2>&1; then
+    grep -E '^(Done|stat::number_of_executed_units)' "$log/fuzz-$name.log" | sed 's/^/   /'
+    echo "   1 passed, 0 failed"
+    passed=$((passed + 1))
+  else
+    tail -40 "$log/fuzz-$name.log"
+    ls "$log/$name"-crash-* "$log/$name"-leak-* 2>/dev/null
+    echo "   0 passed, 1 failed"
+    failed=$((failed + 1))
+  fi
+done
 
 echo
 if [ "$skipped" -ne 0 ]; then

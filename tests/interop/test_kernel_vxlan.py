@@ -48,7 +48,7 @@ workers = 1
 name = "lan"
 role = "inner"
 device = "net_af_packet0,iface={gi}"
-mtu = 1450
+mtu = 1500
 [[ports]]
 name = "wan"
 role = "outer"
@@ -98,7 +98,8 @@ def eq(a, b, what=""):
 def main():
     results = Results("interop")
     names = ["idc_to_cloud_marked_and_inherited", "cloud_to_idc_rfc6040", "kernel_pings_vtep",
-             "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "gateway_stops_cleanly",
+             "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "underlay_arp_cannot_redirect_tunnel",
+             "gateway_stops_cleanly",
              "routed_lan_gateway_as_next_hop", "tap_offloads_outer_ipv6_udp_checksum"]
     try:
         preconditions(N)
@@ -170,11 +171,9 @@ def main():
             eq(mac_of(GC), "02:00:00:00:00:01", "the configured MAC applied to the wan device")
 
         def pmtu():
-            # The gateway applied the lan MTU (1450) to its af_packet interface, so the veth would
-            # refuse anything larger. Many NICs receive frames beyond their MTU; emulate one, so a
-            # host that ignores the LAN MTU reaches the gateway's PMTU path.
-            eq(sh(f"cat /sys/class/net/{GI}/mtu"), "1450", "lan MTU applied to the device")
-            sh(f"ip link set {GI} mtu 1500")
+            # The LAN (1500) is larger than what the tunnel carries (1500 - 50): the gateway
+            # signals the difference like a router between links of different MTU.
+            eq(sh(f"cat /sys/class/net/{GI}/mtu"), "1500", "lan MTU applied to the device")
             got = Capture(TMP, "idc-icmp", VI, NS_IDC, "icmp")
             # A UDP socket of the host's own stack sends a 1460-byte DF datagram: it fits vi0 (1500)
             # but is 1510 bytes once encapsulated, over the wan MTU of 1500. The socket stays open
@@ -217,6 +216,49 @@ def main():
         check("pmtu_icmp_reaches_sender", pmtu)
         check("geneve_on_the_wire_per_tshark", geneve_tshark)
 
+        def underlay_arp():
+            # The underlay is a network we do not control: whoever is on it claims the next hop's
+            # address with every kind of ARP (gratuitous request and reply, an unsolicited reply to
+            # the VTEP, a request aimed at another host, broadcast/multicast/zero MACs). None of it
+            # may move the resolved next hop: tunnel traffic still reaches the kernel's vc0.
+            from scapy.all import ARP
+            evil = "02:66:66:66:66:66"
+            bcast = "ff:ff:ff:ff:ff:ff"
+            claims = [
+                Ether(src=evil, dst=bcast) / ARP(op=1, hwsrc=evil, psrc="198.18.0.2", pdst="198.18.0.2"),
+                Ether(src=evil, dst=bcast) / ARP(op=2, hwsrc=evil, psrc="198.18.0.2", hwdst=bcast, pdst="198.18.0.2"),
+                Ether(src=evil, dst="02:00:00:00:00:01") / ARP(op=2, hwsrc=evil, psrc="198.18.0.2",
+                                                                hwdst="02:00:00:00:00:01", pdst="198.18.0.1"),
+                Ether(src=evil, dst=bcast) / ARP(op=1, hwsrc=evil, psrc="198.18.0.2", pdst="198.18.0.77"),
+                Ether(src=evil, dst="02:00:00:00:00:01") / ARP(op=2, hwsrc=bcast, psrc="198.18.0.2",
+                                                                hwdst="02:00:00:00:00:01", pdst="198.18.0.1"),
+                Ether(src=evil, dst="02:00:00:00:00:01") / ARP(op=2, hwsrc="01:00:5e:00:00:01", psrc="198.18.0.2",
+                                                                hwdst="02:00:00:00:00:01", pdst="198.18.0.1"),
+                Ether(src=evil, dst="02:00:00:00:00:01") / ARP(op=2, hwsrc="00:00:00:00:00:00", psrc="198.18.0.2",
+                                                                hwdst="02:00:00:00:00:01", pdst="198.18.0.1"),
+            ]
+            # Twice, 1.2 s apart: the second round comes after the lock time (1 s), when only an
+            # answer to the gateway's own probe may change a resolved entry.
+            for _ in range(2):
+                send_from(TMP, NS_CLOUD, VC, [Ether(raw(c)) for c in claims])
+                time.sleep(1.2)
+            ctl = subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/gw.sock", "neighbors", "--json"],
+                                 capture_output=True, text=True, timeout=10)
+            eq(ctl.returncode, 0, f"ctl neighbors: {ctl.stderr}")
+            import json
+            rows = [n for n in json.loads(ctl.stdout)["neighbors"] if n["address"] == "198.18.0.2"]
+            eq(len(rows), 1, f"one entry for the next hop: {ctl.stdout}")
+            eq(rows[0]["mac"], vc_mac, "the next hop keeps the MAC it resolved")
+            wire = Capture(TMP, "wire-after-arp", VC, NS_CLOUD, "udp port 4789 and src host 198.18.0.1")
+            inner = Capture(TMP, "inner-after-arp", "vx0", NS_CLOUD, "udp port 4791")
+            send_from(TMP, NS_IDC, VI, [roce_from_idc("10.20.0.9", tos=2, psn=i, vx_mac=vx_mac, vi_mac=vi_mac)
+                                        for i in range(3)])
+            w, i = wire.stop(), inner.stop()
+            eq([o[Ether].dst for o in w], [vc_mac] * 3, "tunnel frames still to the real next hop")
+            eq(len(i), 3, "and the kernel decapsulated them")
+
+        check("underlay_arp_cannot_redirect_tunnel", underlay_arp)
+
         def stops():
             gw.send_signal(signal.SIGTERM)
             gw.wait(timeout=20)
@@ -238,12 +280,13 @@ def main():
             # decapsulated ones to the host's MAC it learned, from its own.
             lan_mac = "02:00:00:00:10:01"
             text = CONFIG.format(lcores="0,1" if (os.cpu_count() or 1) >= 2 else "0", gi=GI, gc=GC, vc_mac=vc_mac)
-            text = text.replace("mtu = 1450", f'mtu = 1450\nipv4 = "10.10.0.1/24"\nmac = "{lan_mac}"')
+            text = text.replace('iface={gi}"\nmtu = 1500'.format(gi=GI),
+                                'iface={gi}"\nmtu = 1500\nipv4 = "10.10.0.1/24"\nmac = "{m}"'.format(gi=GI, m=lan_mac))
+            assert "10.10.0.1/24" in text, text
             text = text.replace('next_hop = "198.18.0.2"', f'next_hop = "198.18.0.2"\ninner_mac = "{vx_mac}"')
             rcfg = os.path.join(TMP, "routed.toml")
             with open(rcfg, "w") as f:
                 f.write(text + f'\n[control]\nsocket = "{TMP}/routed.sock"\n')
-            sh(f"ip link set {GI} mtu 1500")
             ns(NS_IDC, f"ip neigh del 10.20.0.9 dev {VI}")
             ns(NS_IDC, f"ip route replace 10.20.0.0/24 via 10.10.0.1 dev {VI}")
             log2 = open(os.path.join(TMP, "dscpgw-routed.log"), "w+")
