@@ -70,12 +70,12 @@ uint16_t fold(uint32_t sum) {
 // The outer IPv4 header checksum, or the outer IPv6 UDP checksum of the `udp_len`-byte datagram at
 // `udp` when it is not zero (whether zero may pass is the tunnel's to say): the device's verdict
 // where it gave one, else summed here. A sum over data that includes a right checksum is 0xffff.
-bool outer_csum_ok(const ParsedPacket& outer, const Frame& f, const uint8_t* udp,
-                   uint32_t udp_len) {
+[[gnu::always_inline]] inline bool outer_csum_ok(const ParsedPacket& outer, const Frame& f,
+                                                 const uint8_t* udp, uint32_t udp_len) {
     const uint8_t* ip = f.data + outer.l3_off;
     if (outer.ip_ver == 4) {
         if ((f.rx_cksum & (kRxIpGood | kRxIpBad)) != 0) return (f.rx_cksum & kRxIpGood) != 0;
-        return fold(__rte_raw_cksum(ip, (ip[0] & 0xfu) * 4u, 0)) == 0xffff;
+        return ipv4_header_sum_ok(ip, ip[0] & 0xfu);
     }
     if (udp == nullptr || load16(udp + 6) == 0) return true;
     if ((f.rx_cksum & (kRxL4Good | kRxL4Bad)) != 0) return (f.rx_cksum & kRxL4Good) != 0;
@@ -105,14 +105,17 @@ bool lookup_tunnel(const Snapshot& s, const DecapKey& key, DecapCache* cache, ui
 // What decapsulation does to the inner IP packet's TOS: bleaching detection, RFC 6040, the
 // DSCP-on-decap policy. Sets `tos` (the inner TOS to send) and the notes' outer_remarked /
 // ce_marked; false when RFC 6040 says drop (CE on a Not-ECT inner packet).
-bool decap_marks(const Snapshot& s, const TunnelConf& t, const ParsedPacket& outer,
-                 const ParsedPacket& in, PacketNotes& n, uint8_t& tos) {
+[[gnu::always_inline]] inline bool decap_marks(const Snapshot& s, const TunnelConf& t,
+                                               const ParsedPacket& outer, const ParsedPacket& in,
+                                               PacketNotes& n, uint8_t& tos) {
     int expected = t.outer_dscp >= 0 ? t.outer_dscp : in.dscp();
     // A far end with this config sent unclassified traffic from an untrusting port with its
     // default_dscp outside (the inner DSCP is then not what the outer carried): classified here
-    // again, only in that case, to tell it from bleaching.
+    // again, only where that can change the verdict (an outer DSCP of default_dscp over an inner
+    // one that differs), to tell it from bleaching.
     const PortConf& lan = s.ports[t.inner_port];
-    if (t.outer_dscp < 0 && outer.dscp() != expected && !lan.trust_dscp && classify(s, in) < 0)
+    if (t.outer_dscp < 0 && outer.dscp() != expected && outer.dscp() == lan.default_dscp &&
+        !lan.trust_dscp && classify(s, in) < 0)
         expected = lan.default_dscp;
     n.outer_remarked = outer.dscp() != expected;
     int ecn = in.ecn();

@@ -49,6 +49,29 @@ TEST(Checksum, IncrementalMatchesFullOverEveryTos) {
     }
 }
 
+// The receive-side check against a 16-bit recomputation: every header length, right sums (0x0000
+// and 0xffff among them), and every single-bit error, which a one's-complement sum always catches.
+TEST(Checksum, Ipv4HeaderCheckMatchesRecomputation) {
+    std::mt19937 rng(11);
+    for (unsigned ihl = 5; ihl <= 15; ++ihl) {
+        for (int round = 0; round < 50; ++round) {
+            uint8_t h[60];
+            for (auto& b : h) b = round == 0 ? 0 : static_cast<uint8_t>(rng());
+            h[0] = static_cast<uint8_t>(0x40 | ihl);
+            h[10] = h[11] = 0;
+            const uint16_t full = test::finish(test::sum16(h, ihl * 4));
+            h[10] = static_cast<uint8_t>(full >> 8);
+            h[11] = static_cast<uint8_t>(full);
+            ASSERT_TRUE(wire::ipv4_header_sum_ok(h, ihl)) << "ihl " << ihl << " round " << round;
+            for (unsigned bit = 0; bit < ihl * 32; ++bit) {
+                h[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+                EXPECT_FALSE(wire::ipv4_header_sum_ok(h, ihl)) << "ihl " << ihl << " bit " << bit;
+                h[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+            }
+        }
+    }
+}
+
 TEST(Wire, Ipv6TrafficClassStraddlesBytes) {
     uint8_t h[4] = {0x6a, 0xbc, 0xde, 0xf1};  // TC 0xab, flow 0xcdef1.
     EXPECT_EQ(wire::ipv6_tclass(h), 0xab);
