@@ -242,6 +242,68 @@ const toml::table* table_at(Checker& c, const toml::node& n, const std::string& 
     return n.as_table();
 }
 
+// A tunnel's `outer_dscp`: "inherit" (default), a fixed 0..63, or a table
+// `{ map = { 26 = 46, 48 = 48 }, default = "inherit" | N }` (the map's keys 0..63, each once, and
+// its values 0..63). Fills the tunnel's 64-entry outer_map the encapsulation reads.
+void outer_dscp_policy(Checker& c, const toml::table& t, const std::string& path, TunnelConf& tc) {
+    tc.outer_map = identity_dscp_map();
+    tc.outer_map_keys = 0;
+    tc.outer_dscp = kDscpInherit;
+    const toml::node* n = t.get("outer_dscp");
+    if (n == nullptr) return;
+    const std::string key = path + ".outer_dscp";
+    if (!n->is_table()) {
+        const int64_t v = c.int_or_word(t, path, "outer_dscp", 0, 63, {{"inherit", kDscpInherit}})
+                              .value_or(kDscpInherit);
+        tc.outer_dscp = static_cast<int16_t>(v);
+        if (v >= 0) tc.outer_map.fill(static_cast<uint8_t>(v));
+        return;
+    }
+    const toml::table& pt = *n->as_table();
+    c.only_keys(pt, key, {"map", "default"});
+    tc.outer_dscp = kDscpMapped;
+    if (auto d = c.int_or_word(pt, key, "default", 0, 63, {{"inherit", kDscpInherit}});
+        d && *d >= 0)
+        tc.outer_map.fill(static_cast<uint8_t>(*d));
+    const toml::node* m = pt.get("map");
+    if (m == nullptr) {
+        c.error(pt.source(), key,
+                "a table needs `map` (DSCP = outer DSCP); or use \"inherit\" or N");
+        return;
+    }
+    const std::string mpath = key + ".map";
+    const toml::table* mt = table_at(c, *m, mpath);
+    if (mt == nullptr) return;
+    for (const auto& [k, v] : *mt) {
+        const std::string kpath = mpath + "." + std::string(k.str());
+        const std::string_view ks = k.str();
+        int dscp = -1;
+        if (!ks.empty() && ks.size() <= 2 &&
+            std::all_of(ks.begin(), ks.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+            dscp = std::stoi(std::string(ks));
+        if (dscp < 0 || dscp > 63) {
+            c.error(v.source(), kpath,
+                    "map keys are DSCP values 0..63; \"" + std::string(ks) + "\" is not one");
+            continue;
+        }
+        if (!v.is_integer()) {
+            c.error(v.source(), kpath, "expected an integer 0..63");
+            continue;
+        }
+        const int64_t out = v.as_integer()->get();
+        if (out < 0 || out > 63) {
+            c.error(v.source(), kpath, std::to_string(out) + " is out of range 0..63");
+            continue;
+        }
+        if ((tc.outer_map_keys >> dscp & 1) != 0) {
+            c.error(v.source(), kpath, "DSCP " + std::to_string(dscp) + " is mapped twice");
+            continue;
+        }
+        tc.outer_map[static_cast<size_t>(dscp)] = static_cast<uint8_t>(out);
+        tc.outer_map_keys |= uint64_t{1} << dscp;
+    }
+}
+
 // A name as every interface shows it: 1-63 characters of [A-Za-z0-9_.-], unique in its list also
 // once sanitised for DPDK telemetry (which allows only [A-Za-z0-9_], so "a-b" and "a_b" would
 // collide). Returns the name, or "" after an error.
@@ -582,9 +644,7 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
             static_cast<uint16_t>(c.integer(*t, path, "udp_dst_port", 1, 65535, false)
                                       .value_or(tc.type == TunnelType::vxlan ? 4789 : 6081));
         tc.ttl = static_cast<uint8_t>(c.integer(*t, path, "ttl", 1, 255, false).value_or(64));
-        tc.outer_dscp = static_cast<int16_t>(
-            c.int_or_word(*t, path, "outer_dscp", 0, 63, {{"inherit", kDscpInherit}})
-                .value_or(kDscpInherit));
+        outer_dscp_policy(c, *t, path, tc);
         tc.decap_dscp = static_cast<int16_t>(
             c.int_or_word(*t, path, "inner_dscp_on_decap", 0, 63,
                           {{"preserve", kDscpPreserve}, {"copy-outer", kDscpCopyOuter}})

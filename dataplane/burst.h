@@ -144,6 +144,7 @@ class BurstCounters {
             if (n.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].inc();
         } else {
             encaps_.add(t, out_len);
+            if (n.outer_mapped) cc_.tunnel[TunnelCounter::outer_dscp_mapped][t].inc();
         }
         if (n.roce_bth == nullptr) return;
         const bool cnp = n.roce_bth[0] == kBthOpcodeCnp;

@@ -42,6 +42,9 @@ namespace dscpgw {
     X(ecn_ce_marked, "tunnel_ecn_ce_marked_total", "", "packets", "CE",                      \
       "Inner ECT packets marked CE on decapsulation because the outer header carried CE "    \
       "(RFC 6040): congestion in the underlay, passed on to the receiver.")                  \
+    X(outer_dscp_mapped, "tunnel_outer_dscp_map_hits_total", "", "packets", "MAPPED",        \
+      "Packets encapsulated whose outer DSCP came from an entry of the tunnel's outer_dscp " \
+      "map (not its default).")                                                              \
     X(cnp_encap, "tunnel_cnp_packets_total", "direction=encap", "packets", "CNP_IN",         \
       "RoCEv2 congestion notification packets (BTH opcode 0x81) through the tunnel, by "     \
       "direction: encap = sent to the far side (congestion on this side), decap = received " \

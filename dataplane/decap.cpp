@@ -108,15 +108,18 @@ bool lookup_tunnel(const Snapshot& s, const DecapKey& key, DecapCache* cache, ui
 [[gnu::always_inline]] inline bool decap_marks(const Snapshot& s, const TunnelConf& t,
                                                const ParsedPacket& outer, const ParsedPacket& in,
                                                PacketNotes& n, uint8_t& tos) {
-    int expected = t.outer_dscp >= 0 ? t.outer_dscp : in.dscp();
+    // What a far end with this tunnel's outer_dscp policy sends over this inner DSCP.
+    int expected = t.outer_map[in.dscp()];
     // A far end with this config sent unclassified traffic from an untrusting port with its
-    // default_dscp outside (the inner DSCP is then not what the outer carried): classified here
-    // again, only where that can change the verdict (an outer DSCP of default_dscp over an inner
-    // one that differs), to tell it from bleaching.
+    // default_dscp (mapped) outside (the inner DSCP is then not what the outer carried):
+    // classified here again, only where that can change the verdict (the outer DSCP is what
+    // default_dscp maps to, and differs from what the inner one maps to), to tell it from
+    // bleaching.
     const PortConf& lan = s.ports[t.inner_port];
-    if (t.outer_dscp < 0 && outer.dscp() != expected && outer.dscp() == lan.default_dscp &&
-        !lan.trust_dscp && classify(s, in) < 0)
-        expected = lan.default_dscp;
+    const int unclassified = t.outer_map[lan.default_dscp & 63u];
+    if (outer.dscp() != expected && outer.dscp() == unclassified && !lan.trust_dscp &&
+        classify(s, in) < 0)
+        expected = unclassified;
     n.outer_remarked = outer.dscp() != expected;
     int ecn = in.ecn();
     if (t.ecn_rfc6040) {

@@ -130,7 +130,7 @@ template <int kPlainFamily = 0>
     return tos;
 }
 
-// The DSCP the outer header inherits (a tunnel with a fixed `outer_dscp` overrides it): the inner
+// The DSCP the outer header inherits (the tunnel's `outer_dscp` maps it, or fixes it): the inner
 // DSCP after marking for classified traffic and on a port that trusts its hosts' marks, else the
 // port's `default_dscp`, so that an unclassified host cannot pick its own underlay priority.
 inline uint8_t inherited_dscp(const PortConf& port, int cls, uint8_t tos) {
@@ -191,8 +191,8 @@ template <bool kV6>
     if (nh_mac != 0) unpack_mac(nh_mac, f.data);
 
     const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
-    const uint8_t tos = static_cast<uint8_t>(
-        (t.outer_dscp >= 0 ? static_cast<uint8_t>(t.outer_dscp) : dscp) << 2 | ecn);
+    // One load for every outer_dscp policy: inherit, fixed or mapped (snapshot.h).
+    const uint8_t tos = static_cast<uint8_t>(t.outer_map[dscp & 63u] << 2 | ecn);
     uint8_t* ip = f.data + kEthLen;
     uint8_t* udp = ip + ip_hdr_len;
     const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
@@ -234,6 +234,7 @@ template <bool kV6>
                                               uint32_t inner_len, uint8_t tos, uint8_t dscp,
                                               uint64_t nh_mac, Verdict& v, PacketNotes& n) {
     n.tunnel_id = static_cast<int16_t>(tunnel_idx);
+    n.outer_mapped = (t.outer_map_keys >> (dscp & 63u) & 1) != 0;
     v.out_port = t.outer_port;
     note_roce(n, pp, f.data);
     const uint32_t hash = flow_hash_inline(pp);

@@ -44,6 +44,7 @@ struct PacketNotes {
     bool dscp_rewritten = false;
     bool outer_remarked = false;  // The outer DSCP was not what the far end sets.
     bool ce_marked = false;       // RFC 6040 turned an ECT inner packet CE.
+    bool outer_mapped = false;    // Encap: the tunnel's outer_dscp map had an entry for it.
     // A RoCEv2 packet (UDP 4791 with a BTH) carried through a tunnel: its inner IP header and BTH
     // in the frame as sent (neither moves during encapsulation, VLAN removal or decapsulation),
     // so that the worker can count CNPs and conversations without parsing the packet again.

@@ -122,6 +122,13 @@ inline constexpr uint32_t kMinPathMtu4 = 552, kMinPathMtu6 = 1280;
 inline constexpr int16_t kDscpInherit = -1;
 inline constexpr int16_t kDscpPreserve = -1;
 inline constexpr int16_t kDscpCopyOuter = -2;
+inline constexpr int16_t kDscpMapped = -3;  // A tunnel's outer_dscp given as a map.
+
+inline constexpr std::array<uint8_t, 64> identity_dscp_map() {
+    std::array<uint8_t, 64> m{};
+    for (uint8_t d = 0; d < 64; ++d) m[d] = d;
+    return m;
+}
 
 struct TunnelConf {
     std::string name;
@@ -133,9 +140,15 @@ struct TunnelConf {
     uint16_t inner_port = 0;
     uint8_t ttl = 64;
     bool ecn_rfc6040 = true;
-    bool inner_vlan_keep = false;        // `inner_vlan = "keep"`: decapsulated 802.1Q tags pass.
-    bool udp6_zero_csum_rx = false;      // `udp6_zero_checksum_rx`: RFC 6935/6936 zero checksums.
-    int16_t outer_dscp = kDscpInherit;   // Or 0..63.
+    bool inner_vlan_keep = false;       // `inner_vlan = "keep"`: decapsulated 802.1Q tags pass.
+    bool udp6_zero_csum_rx = false;     // `udp6_zero_checksum_rx`: RFC 6935/6936 zero checksums.
+    int16_t outer_dscp = kDscpInherit;  // Or 0..63; kDscpMapped with a map.
+    // The outer DSCP for each DSCP the packet would hand the outer header (the inner DSCP after
+    // marking, or the port's default_dscp): identity for "inherit", one value for a fixed
+    // outer_dscp, the map's entries over its default otherwise. Bit d of outer_map_keys: d is one
+    // of the map's own keys (counted as a map hit).
+    std::array<uint8_t, 64> outer_map = identity_dscp_map();
+    uint64_t outer_map_keys = 0;
     int16_t decap_dscp = kDscpPreserve;  // Or kDscpCopyOuter or 0..63.
     uint32_t outer_mtu = 1500;   // Configured path MTU: the tunnel's `mtu`, else outer_port's.
     uint32_t inner_mtu = 1500;   // IP MTU of inner_port.

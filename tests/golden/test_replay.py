@@ -311,6 +311,43 @@ def encap_fixed_outer_dscp_and_ecn_off():
 
 
 @test
+def encap_outer_dscp_map_and_its_decap_expectation():
+    # A per-tunnel outer DSCP map: AF31 data rides EF outside, CNPs stay CS6, the rest inherits
+    # (a DSCP the map lacks) or carries default_dscp (unclassified, untrusting port). The inner
+    # DSCP is the class's. On decap the same map says what the far end sends.
+    cfg = gw_with("outer_dscp = 34\n", 'outer_dscp = { map = { 26 = 46, 48 = 48 }, default = "inherit" }\n')
+    pkts = [roce("10.10.0.5", "10.40.0.1", tos=2),                     # roce-data -> 26 -> 46
+            roce("10.10.0.5", "10.40.0.1", opcode=0x81),               # roce-cnp -> 48 -> 48
+            other("10.10.0.5", "10.40.0.1", tos=46 << 2),              # keep-ef 46, not in the map
+            other("10.10.0.5", "10.40.0.1", tos=18 << 2)]              # no class: default_dscp 0
+    r = replay(pkts, cfg=cfg)
+    eq(len(r.outs), 4, "all encapsulated")
+    eq([o[IP].tos >> 2 for o in r.outs], [46, 48, 46, 0], "outer DSCPs through the map")
+    eq(r.outs[0][IP].tos & 3, 0, "ECN off on this tunnel")
+    eq([inner_of(o)[IP].tos >> 2 for o in r.outs], [26, 48, 46, 18], "inner DSCPs are the classes'")
+    dec = [encap(roce("10.40.0.9", "10.10.0.5", tos=26 << 2), "vxlan", "198.18.7.8", "198.18.0.1", 300,
+                 tos=46 << 2),  # what the map sends: intact
+           encap(roce("10.40.0.9", "10.10.0.5", tos=26 << 2), "vxlan", "198.18.7.8", "198.18.0.1", 300,
+                 tos=26 << 2),  # 26 outside, where the map sends 46: re-marked in transit
+           encap(other("10.40.0.9", "10.10.0.5", tos=18 << 2), "vxlan", "198.18.7.8", "198.18.0.1", 300,
+                 tos=0)]  # unclassified under default_dscp: what an untrusting far end sends
+    r = replay(dec, port="wan", cfg=cfg)
+    eq(r.c("tunnel.fixed.decap"), 3, "decapsulated")
+    eq(r.c("tunnel.fixed.remarked"), 1, "only the 26 differs from what the map sends")
+    # Refusals, with file:line.
+    for policy, msg in [("{ map = { 64 = 1 } }", r"outer_dscp\.map\.64: map keys are DSCP values 0\.\.63"),
+                        ("{ map = { 26 = 99 } }", r"outer_dscp\.map\.26: 99 is out of range 0\.\.63"),
+                        ("{ map = { 6 = 1, 06 = 2 } }", r"outer_dscp\.map\.0?6: DSCP 6 is mapped twice"),
+                        ('{ map = { 26 = 46 }, default = "copy" }', r"outer_dscp\.default: \"copy\" is not valid"),
+                        ("{ default = 0 }", r"outer_dscp: a table needs `map`"),
+                        ("{ map = { 26 = 46 }, mode = 1 }", r"outer_dscp\.mode: unknown key")]:
+        bad = gw_with("outer_dscp = 34\n", f"outer_dscp = {policy}\n")
+        p = run(["check", "--config", bad])
+        eq(p.returncode, 2, f"check refuses {policy}")
+        assert re.search(r"gw-edit\d+\.toml:\d+:\d+: tunnels\[\d\]\." + msg, p.stderr), p.stderr
+
+
+@test
 def encap_source_port_per_flow():
     pkts = [roce("10.10.0.5", "10.20.0.9", sport=49152 + f) for f in range(64) for _ in range(2)]
     r = replay(pkts)

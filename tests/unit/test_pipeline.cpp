@@ -1105,6 +1105,47 @@ TEST_F(Burst, CountsAndMultiSegmentDropped) {
     EXPECT_EQ(rte_mempool_avail_count(pool), start) << "dropped packets are freed, none leaked";
 }
 
+// A tunnel's outer_dscp map: one table for every policy; its own keys count as hits per tunnel,
+// its default does not; the inner DSCP stays the class's.
+TEST_F(Burst, OuterDscpMapAppliedAndHitsCounted) {
+    std::string text = kConfig;
+    const std::string fixed = "outer_dscp = 34\n";
+    ASSERT_NE(text.find(fixed), std::string::npos);
+    text.replace(text.find(fixed), fixed.size(),
+                 "outer_dscp = { map = { 26 = 46 }, default = 8 }\n");
+    const Config mapped = parse_config(text, "unit.toml");
+    const uint16_t fixed_id = 2;
+    ASSERT_EQ(mapped.tunnels[fixed_id].name, "fixed");
+    EXPECT_EQ(mapped.tunnels[fixed_id].outer_map[26], 46);
+    EXPECT_EQ(mapped.tunnels[fixed_id].outer_map[48], 8);
+    EXPECT_EQ(mapped.tunnels[fixed_id].outer_map_keys, uint64_t{1} << 26);
+    NeighborTable nt;
+    auto ms = build_snapshot(mapped, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, nt);
+    // RoCE data (class 26, a map key) twice, a CNP (class 48: the default).
+    rte_mbuf* pkts[3] = {put(roce4("10.10.0.5", "10.40.0.9", 0)),
+                         put(roce4("10.10.0.5", "10.40.0.9", 0, 0x81)),
+                         put(roce4("10.10.0.5", "10.40.0.9", 0))};
+    auto st = std::make_unique<WorkerStats>();
+    std::vector<rte_mbuf*> out;
+    BurstState bs;
+    process_burst(
+        *ms, kLan, pkts, 3, *st, bs, [&](uint16_t, rte_mbuf* m) { out.push_back(m); },
+        NoObserver{});
+    ASSERT_EQ(out.size(), 3u);
+    const auto outer_dscp = [](rte_mbuf* m) { return rte_pktmbuf_mtod(m, uint8_t*)[14 + 1] >> 2; };
+    const auto inner_dscp = [](rte_mbuf* m) {
+        return rte_pktmbuf_mtod(m, uint8_t*)[50 + 14 + 1] >> 2;
+    };
+    EXPECT_EQ(outer_dscp(out[0]), 46);
+    EXPECT_EQ(outer_dscp(out[1]), 8);
+    EXPECT_EQ(outer_dscp(out[2]), 46);
+    EXPECT_EQ(inner_dscp(out[0]), 26);
+    EXPECT_EQ(inner_dscp(out[1]), 48);
+    EXPECT_EQ(st->bank[0].tunnel[TunnelCounter::outer_dscp_mapped][fixed_id].get(), 2u);
+    EXPECT_EQ(st->bank[0].tunnel[TunnelCounter::encap_packets][fixed_id].get(), 3u);
+    for (rte_mbuf* m : out) rte_pktmbuf_free(m);
+}
+
 // A DF packet too big for its tunnel gets an ICMP error, unless its sender is no unicast host
 // (RFC 1812 4.3.2.7): then the error is counted as suppressed.
 TEST_F(Burst, TooBigAnsweredOrSuppressed) {
