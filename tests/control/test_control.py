@@ -231,7 +231,7 @@ def pcap_suite():
             eq(st["ports"][1]["tx_packets"], total - WORKLOAD["no_route"], "wan transmitted")
             text = ctl(gw.sock, "stats").stdout
             assert re.search(r"^roce-cnp\s+30\s", text, re.M), text
-            assert re.search(r"^az1\s+87\s+0\s+0\s+0\s+30\s+0\s+1$", text, re.M), text
+            assert re.search(r"^az1\s+87\s+0\s+0\s+0\s+0\s+30\s+0\s+1$", text, re.M), text
             status = ctl(gw.sock, "status").stdout
             assert "generation 1" in status and "port lan" in status and "link up" in status, status
             js = ctl_json(gw.sock, "status")
