@@ -61,12 +61,6 @@ const PortConf::TunnelUdpPort* tunnel_udp_port(const PortConf& port, uint16_t dp
     return tp;
 }
 
-uint16_t fold(uint32_t sum) {
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return static_cast<uint16_t>(sum);
-}
-
 // The outer IPv4 header checksum, or the outer IPv6 UDP checksum of the `udp_len`-byte datagram at
 // `udp` when it is not zero (whether zero may pass is the tunnel's to say): the device's verdict
 // where it gave one, else summed here. A sum over data that includes a right checksum is 0xffff.

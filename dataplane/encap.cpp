@@ -96,12 +96,6 @@ uint32_t flow_hash(const ParsedPacket& pp) { return flow_hash_inline(pp); }
 
 namespace {
 
-uint16_t fold(uint32_t sum) {
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return static_cast<uint16_t>(sum);
-}
-
 template <bool kV6>
 constexpr uint32_t outer_hdr_len() {
     return static_cast<uint32_t>(kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8);

@@ -283,6 +283,13 @@ inline bool ipv4_header_sum_ok(const uint8_t* ip, unsigned ihl) {
     return sum == 0xffff;
 }
 
+// A 32-bit one's-complement sum folded to 16 bits (two steps suffice below 2^32), not inverted.
+inline uint16_t fold(uint32_t sum) {
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+
 inline uint16_t csum_finish(uint32_t sum) {
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
     return static_cast<uint16_t>(~sum);
