@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "dataplane/neighbor.h"
+#include "dataplane/qos.h"
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -134,6 +135,13 @@ SnapshotBuild compile_snapshot(const Config& cfg,
     }
     s->classes = cfg.classes;
     for (const ClassRule& c : s->classes) s->class_match.push_back(compile_class(c));
+    s->policers = cfg.policers;
+    s->meters =
+        std::shared_ptr<PolicerState[]>(new PolicerState[std::max<size_t>(s->policers.size(), 1)]);
+    for (size_t i = 0; i < s->policers.size(); ++i) {
+        std::string why;
+        if (!policer_init(s->meters[i], s->policers[i], why)) throw std::runtime_error(why);
+    }
     s->tunnels = cfg.tunnels;
     s->paths = std::make_unique<TunnelPath[]>(s->tunnels.size());
     for (size_t i = 0; i < s->tunnels.size(); ++i) {

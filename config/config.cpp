@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -24,8 +25,8 @@ namespace dscpgw {
 namespace {
 
 // The sections of a config file; the classes-only loader accepts the same ones.
-constexpr std::string_view kTopLevelKeys[] = {"eal",     "gateway",   "ports",   "tunnels",
-                                              "classes", "neighbors", "metrics", "control"};
+constexpr std::string_view kTopLevelKeys[] = {
+    "eal", "gateway", "ports", "tunnels", "classes", "neighbors", "metrics", "control", "policers"};
 
 // Collects problems with their source positions; throws them all at the end.
 class Checker {
@@ -42,6 +43,15 @@ class Checker {
     // Whether `key` already has an error: checks that build on its value are skipped, so that a
     // mistake is reported once and never as a default the user did not write.
     bool failed(const std::string& key) const { return failed_.count(key) != 0; }
+
+    // Not an error: the config loads, and `check` and the gateway's log say it.
+    void warn(const toml::source_region& where, const std::string& key, const std::string& what) {
+        std::ostringstream os;
+        os << file_ << ':' << where.begin.line << ':' << where.begin.column << ": warning: " << key
+           << ": " << what;
+        warnings_.push_back(os.str());
+    }
+    std::vector<std::string> take_warnings() { return std::move(warnings_); }
 
     void finish() const {
         if (errors_.empty()) return;
@@ -190,7 +200,7 @@ class Checker {
 
   private:
     std::string file_;
-    std::vector<std::string> errors_;
+    std::vector<std::string> errors_, warnings_;
     std::set<std::string> failed_;
 };
 
@@ -201,6 +211,128 @@ std::optional<unsigned> parse_prefix_length(std::string_view s, unsigned max) {
     const unsigned long len = std::strtoul(z.c_str(), &end, 10);
     if (z.empty() || *end != '\0' || len > max) return std::nullopt;
     return static_cast<unsigned>(len);
+}
+
+// A rate or size as the config writes it: an integer (bits per second, bytes), or a string of a
+// decimal number, an optional SI prefix (k/K, M, G, T: powers of 1000; Ki, Mi, Gi: of 1024) and a
+// unit: "bps", "bit", "bit/s", "b/s" for rates, "B" for sizes (or none). "%": a share, 0 < x ≤ 100.
+struct Quantity {
+    double value = 0;
+    bool percent = false;
+};
+
+std::optional<Quantity> parse_quantity(std::string_view s, bool rate, std::string& why) {
+    const auto fail = [&](const std::string& w) -> std::optional<Quantity> {
+        why = "\"" + std::string(s) + "\" " + w;
+        return std::nullopt;
+    };
+    size_t i = 0;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    if (i == 0) return fail("does not start with a number");
+    const std::string num(s.substr(0, i));
+    if (std::count(num.begin(), num.end(), '.') > 1 || num.front() == '.' || num.back() == '.')
+        return fail("is not a number");
+    double v = std::stod(num);
+    std::string_view rest = s.substr(i);
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    if (rest == "%") {
+        if (v <= 0 || v > 100) return fail("is not a share in 0..100%");
+        return Quantity{v, true};
+    }
+    double mult = 1;
+    if (!rest.empty()) {
+        const char p = rest.front();
+        const bool bin = rest.size() >= 2 && rest[1] == 'i';
+        double base = 0;
+        if (p == 'k' || p == 'K') base = 1;
+        if (p == 'M') base = 2;
+        if (p == 'G') base = 3;
+        if (p == 'T' && !bin) base = 4;
+        if (base != 0) {
+            mult = std::pow(bin ? 1024.0 : 1000.0, base);
+            rest.remove_prefix(bin ? 2 : 1);
+        }
+    }
+    if (rate) {
+        if (!(rest.empty() || rest == "bps" || rest == "bit" || rest == "bit/s" || rest == "b/s"))
+            return fail("is not a rate: expected bits per second, e.g. \"10Gbps\", \"800M\"");
+    } else if (!(rest.empty() || rest == "B")) {
+        return fail("is not a size: expected bytes, e.g. \"64KB\", \"1MiB\", \"1500\"");
+    }
+    v *= mult;
+    if (v < 1 || v > 1e15) return fail(rate ? "is out of range 1bps..1Pbps" : "is out of range");
+    return Quantity{v, false};
+}
+
+// A config value that is a rate or a size: integer or string. Sets `q`; false after an error.
+bool quantity_node(Checker& c, const toml::node& n, const std::string& key, bool rate,
+                   bool percent_ok, Quantity& q) {
+    if (n.is_integer()) {
+        const int64_t v = n.as_integer()->get();
+        if (v < 1) {
+            c.error(n.source(), key, std::to_string(v) + " is out of range: it must be positive");
+            return false;
+        }
+        q = Quantity{static_cast<double>(v), false};
+        return true;
+    }
+    if (!n.is_string()) {
+        c.error(n.source(), key,
+                rate ? "expected a rate: bits per second, or a string such as \"10Gbps\""
+                     : "expected a size: bytes, or a string such as \"64KB\"");
+        return false;
+    }
+    std::string why;
+    auto p = parse_quantity(n.as_string()->get(), rate, why);
+    if (p && p->percent && !percent_ok) {
+        why = "\"" + n.as_string()->get() + "\": a share (%) is not valid here";
+        p.reset();
+    }
+    if (!p) {
+        c.error(n.source(), key, why);
+        return false;
+    }
+    q = *p;
+    return true;
+}
+
+// The `N = value` entries of a DSCP-keyed table (outer_dscp's map, dscp_to_pcp): each key 0..63
+// once (`default`, if `default_ok`, is left to the caller), each value 0..hi. Calls put(key,
+// value).
+template <typename Put>
+void dscp_keyed_table(Checker& c, const toml::table& mt, const std::string& mpath, int64_t hi,
+                      bool default_ok, Put&& put) {
+    uint64_t seen = 0;
+    for (const auto& [k, v] : mt) {
+        const std::string kpath = mpath + "." + std::string(k.str());
+        const std::string_view ks = k.str();
+        if (default_ok && ks == "default") continue;
+        int dscp = -1;
+        if (!ks.empty() && ks.size() <= 2 &&
+            std::all_of(ks.begin(), ks.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+            dscp = std::stoi(std::string(ks));
+        if (dscp < 0 || dscp > 63) {
+            c.error(v.source(), kpath,
+                    "map keys are DSCP values 0..63; \"" + std::string(ks) + "\" is not one");
+            continue;
+        }
+        if (!v.is_integer()) {
+            c.error(v.source(), kpath, "expected an integer 0.." + std::to_string(hi));
+            continue;
+        }
+        const int64_t out = v.as_integer()->get();
+        if (out < 0 || out > hi) {
+            c.error(v.source(), kpath,
+                    std::to_string(out) + " is out of range 0.." + std::to_string(hi));
+            continue;
+        }
+        if ((seen >> dscp & 1) != 0) {
+            c.error(v.source(), kpath, "DSCP " + std::to_string(dscp) + " is mapped twice");
+            continue;
+        }
+        seen |= uint64_t{1} << dscp;
+        put(dscp, static_cast<uint8_t>(out));
+    }
 }
 
 bool parse_ip(std::string_view s, uint8_t& family, std::array<uint8_t, 16>& out) {
@@ -274,34 +406,10 @@ void outer_dscp_policy(Checker& c, const toml::table& t, const std::string& path
     const std::string mpath = key + ".map";
     const toml::table* mt = table_at(c, *m, mpath);
     if (mt == nullptr) return;
-    for (const auto& [k, v] : *mt) {
-        const std::string kpath = mpath + "." + std::string(k.str());
-        const std::string_view ks = k.str();
-        int dscp = -1;
-        if (!ks.empty() && ks.size() <= 2 &&
-            std::all_of(ks.begin(), ks.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
-            dscp = std::stoi(std::string(ks));
-        if (dscp < 0 || dscp > 63) {
-            c.error(v.source(), kpath,
-                    "map keys are DSCP values 0..63; \"" + std::string(ks) + "\" is not one");
-            continue;
-        }
-        if (!v.is_integer()) {
-            c.error(v.source(), kpath, "expected an integer 0..63");
-            continue;
-        }
-        const int64_t out = v.as_integer()->get();
-        if (out < 0 || out > 63) {
-            c.error(v.source(), kpath, std::to_string(out) + " is out of range 0..63");
-            continue;
-        }
-        if ((tc.outer_map_keys >> dscp & 1) != 0) {
-            c.error(v.source(), kpath, "DSCP " + std::to_string(dscp) + " is mapped twice");
-            continue;
-        }
-        tc.outer_map[static_cast<size_t>(dscp)] = static_cast<uint8_t>(out);
+    dscp_keyed_table(c, *mt, mpath, 63, false, [&](int dscp, uint8_t out) {
+        tc.outer_map[static_cast<size_t>(dscp)] = out;
         tc.outer_map_keys |= uint64_t{1} << dscp;
-    }
+    });
 }
 
 // A name as every interface shows it: 1-63 characters of [A-Za-z0-9_.-], unique in its list also
@@ -404,6 +512,43 @@ bool host_ip(Checker& c, const toml::table& t, const std::string& path, const ch
     return true;
 }
 
+// An inner port's 802.1Q keys: `vlan`, `dscp_to_pcp = { 26 = 3, default = 0 }` and
+// `pcp_to_dscp = [8 DSCPs]`.
+void load_port_vlan(Checker& c, const toml::table& t, const std::string& path, PortConf& p) {
+    p.vlan = static_cast<uint16_t>(c.integer(t, path, "vlan", 1, 4094, false).value_or(0));
+    if (const toml::node* n = t.get("dscp_to_pcp")) {
+        const std::string key = path + ".dscp_to_pcp";
+        if (const toml::table* mt = table_at(c, *n, key)) {
+            p.has_dscp_to_pcp = true;
+            p.dscp_to_pcp.fill(
+                static_cast<uint8_t>(c.integer(*mt, key, "default", 0, 7, false).value_or(0)));
+            dscp_keyed_table(c, *mt, key, 7, true, [&](int dscp, uint8_t pcp) {
+                p.dscp_to_pcp[static_cast<size_t>(dscp)] = pcp;
+            });
+            if (t.get("vlan") == nullptr)
+                c.error(n->source(), key,
+                        "decapsulated frames carry a PCP only in a VLAN tag: set the port's vlan");
+        }
+    }
+    if (const toml::node* n = t.get("pcp_to_dscp")) {
+        const std::string key = path + ".pcp_to_dscp";
+        if (!n->is_array() || n->as_array()->size() != 8) {
+            c.error(n->source(), key,
+                    "expected 8 DSCPs, one per PCP 0..7 (e.g. [0, 8, 16, 24, 32, 46, 48, 56])");
+            return;
+        }
+        size_t j = 0;
+        bool ok = true;
+        for (const toml::node& x : *n->as_array()) {
+            auto v = c.integer_node(x, key + "[" + std::to_string(j) + "]", 0, 63);
+            ok = ok && v.has_value();
+            if (v) p.pcp_to_dscp[j] = static_cast<uint8_t>(*v);
+            ++j;
+        }
+        p.has_pcp_to_dscp = ok;
+    }
+}
+
 void load_ports(Checker& c, const toml::table& root, Config& cfg) {
     const toml::node* n = root.get("ports");
     if (n == nullptr) {
@@ -420,9 +565,9 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         const std::string path = "ports[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
-        c.only_keys(
-            *t, path,
-            {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac", "trust_dscp", "default_dscp"});
+        c.only_keys(*t, path,
+                    {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac", "trust_dscp",
+                     "default_dscp", "rate", "vlan", "dscp_to_pcp", "pcp_to_dscp"});
         PortConf p;
         p.name = checked_name(c, *t, path, names, sanitised, "port");
         if (auto role = c.str(*t, path, "role", true)) {
@@ -443,8 +588,15 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         p.trust_dscp = c.boolean(*t, path, "trust_dscp").value_or(false);
         p.default_dscp =
             static_cast<uint8_t>(c.integer(*t, path, "default_dscp", 0, 63, false).value_or(0));
+        if (const toml::node* r = t->get("rate")) {
+            Quantity q;
+            if (quantity_node(c, *r, path + ".rate", true, false, q))
+                p.rate = static_cast<uint64_t>(std::llround(q.value));
+        }
+        load_port_vlan(c, *t, path, p);
         if (p.role == PortRole::outer)
-            for (const char* key : {"trust_dscp", "default_dscp"})
+            for (const char* key :
+                 {"trust_dscp", "default_dscp", "vlan", "dscp_to_pcp", "pcp_to_dscp"})
                 if (const toml::node* k = t->get(key))
                     c.error(k->source(), path + "." + key,
                             "only inner ports classify: the key applies to the LAN side");
@@ -494,6 +646,10 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         if (p.role == PortRole::outer && !p.has_ipv4 && !p.has_ipv6)
             c.error(t->source(), path,
                     "an outer port needs a local VTEP address: ipv4 and/or ipv6");
+        if (p.role == PortRole::inner && p.vlan != 0 && (p.has_ipv4 || p.has_ipv6))
+            c.error(t->get("vlan")->source(), path + ".vlan",
+                    "a tagged LAN is supported on a transparent inner port only (no ipv4/ipv6): "
+                    "the gateway's own ARP/ND would leave untagged");
         cfg.ports.push_back(std::move(p));
     }
     if (cfg.ports.size() > kMaxPorts)
@@ -501,7 +657,156 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
                 "at most " + std::to_string(kMaxPorts) + " ports are supported");
 }
 
-void load_classes(Checker& c, const toml::table& root, Config& cfg) {
+// [[policers]]: RFC 2698 / RFC 2697 meters classes refer to by name. Rates in bits per second or
+// "%" of the port's `rate` (the policer's `port`, else the only outer port); sizes in bytes,
+// defaulting to 10 ms at the rate they go with. Returns where each one is, for the warning about
+// policers no class uses.
+std::vector<toml::source_region> load_policers(Checker& c, const toml::table& root, Config& cfg) {
+    std::vector<toml::source_region> where;
+    const toml::node* n = root.get("policers");
+    if (n == nullptr) return where;
+    if (!n->is_array_of_tables()) {
+        c.error(n->source(), "policers", "expected an array of tables ([[policers]])");
+        return where;
+    }
+    size_t i = 0;
+    std::set<std::string> names, sanitised;
+    for (const toml::node& e : *n->as_array()) {
+        const std::string path = "policers[" + std::to_string(i++) + "]";
+        const toml::table* t = table_at(c, e, path);
+        if (t == nullptr) continue;
+        c.only_keys(*t, path,
+                    {"name", "mode", "cir", "pir", "cbs", "pbs", "ebs", "colour_aware", "yellow",
+                     "red", "port"});
+        PolicerConf pc;
+        pc.name = checked_name(c, *t, path, names, sanitised, "policer");
+        if (auto m = c.word(*t, path, "mode", {"trtcm", "srtcm"}))
+            pc.mode = *m == 0 ? MeterMode::trtcm : MeterMode::srtcm;
+        const bool tr = pc.mode == MeterMode::trtcm;
+        static constexpr const char* kTrtcmOnly[] = {"pir", "pbs"};
+        static constexpr const char* kSrtcmOnly[] = {"ebs"};
+        for (const char* key : tr ? std::span<const char* const>(kSrtcmOnly)
+                                  : std::span<const char* const>(kTrtcmOnly))
+            if (const toml::node* k = t->get(key))
+                c.error(k->source(), path + "." + key,
+                        tr ? "trtcm (RFC 2698) has cbs and pbs; ebs belongs to mode = \"srtcm\""
+                           : "srtcm (RFC 2697) has one rate: cir, cbs and ebs");
+        // The port whose rate "%" is of.
+        const PortConf* port = nullptr;
+        if (auto pn = c.str(*t, path, "port", false)) {
+            const int idx = cfg.port_index(*pn);
+            if (idx < 0)
+                c.error(t->get("port")->source(), path + ".port", "no port named \"" + *pn + "\"");
+            else
+                port = &cfg.ports[static_cast<size_t>(idx)];
+        } else {
+            for (const PortConf& p : cfg.ports)
+                if (p.role == PortRole::outer) port = port == nullptr ? &p : nullptr;
+        }
+        const auto rate = [&](const char* key, bool required) -> uint64_t {
+            const toml::node* k = t->get(key);
+            if (k == nullptr) {
+                if (required) c.error(t->source(), path + "." + key, "missing (required)");
+                return 0;
+            }
+            Quantity q;
+            if (!quantity_node(c, *k, path + "." + key, true, true, q)) return 0;
+            if (!q.percent) return static_cast<uint64_t>(std::llround(q.value));
+            if (port == nullptr) {
+                c.error(k->source(), path + "." + key,
+                        "a \"%\" rate is a share of a port's rate: name the port (`port`), there "
+                        "are several outer ports");
+                return 0;
+            }
+            if (port->rate == 0) {
+                c.error(k->source(), path + "." + key,
+                        "a \"%\" rate needs the line rate of port \"" + port->name +
+                            "\": set its `rate`");
+                return 0;
+            }
+            return static_cast<uint64_t>(
+                std::llround(static_cast<double>(port->rate) * q.value / 100.0));
+        };
+        const auto size = [&](const char* key, uint64_t rate_bps) -> uint64_t {
+            const toml::node* k = t->get(key);
+            if (k == nullptr) return std::max<uint64_t>(rate_bps / 8 / 100, 1);  // 10 ms.
+            Quantity q;
+            if (!quantity_node(c, *k, path + "." + key, false, false, q)) return 1;
+            return static_cast<uint64_t>(std::llround(q.value));
+        };
+        pc.cir = rate("cir", true);
+        if (tr) {
+            pc.pir = rate("pir", true);
+            if (pc.cir != 0 && pc.pir != 0 && pc.pir < pc.cir)
+                c.error(t->get("pir")->source(), path + ".pir",
+                        "pir " + std::to_string(pc.pir) + " bit/s is below cir " +
+                            std::to_string(pc.cir) + " bit/s (RFC 2698 needs pir >= cir)");
+            pc.cbs = size("cbs", pc.cir);
+            pc.pbs = size("pbs", pc.pir);
+        } else {
+            pc.cbs = size("cbs", pc.cir);
+            pc.pbs = size("ebs", pc.cir);
+        }
+        pc.colour_aware = c.boolean(*t, path, "colour_aware").value_or(false);
+        pc.yellow =
+            static_cast<int16_t>(c.int_or_word(*t, path, "yellow", 0, 63, {{"keep", kColourKeep}})
+                                     .value_or(kColourKeep));
+        pc.red = static_cast<int16_t>(
+            c.int_or_word(*t, path, "red", 0, 63, {{"drop", kColourDrop}}).value_or(kColourDrop));
+        if (pc.colour_aware && pc.yellow < 0 && pc.red < 0)
+            c.error(t->get("colour_aware")->source(), path + ".colour_aware",
+                    "colour-aware metering tells a packet's colour by the yellow and red DSCPs: "
+                    "set yellow and/or red to a DSCP");
+        where.push_back(t->source());
+        cfg.policers.push_back(std::move(pc));
+    }
+    if (cfg.policers.size() > kMaxPolicers)
+        c.error(n->source(), "policers",
+                "at most " + std::to_string(kMaxPolicers) + " policers are supported");
+    return where;
+}
+
+// A class's `adaptive = [ { min_bytes, min_pps, min_bps, dscp }, ... ]`: first match wins.
+void load_adaptive(Checker& c, const toml::table& t, const std::string& path, ClassRule& r) {
+    const toml::node* n = t.get("adaptive");
+    if (n == nullptr) return;
+    const std::string key = path + ".adaptive";
+    if (!n->is_array()) {
+        c.error(n->source(), key, "expected an array of rules [{ min_bytes, min_pps, dscp }, ...]");
+        return;
+    }
+    size_t j = 0;
+    for (const toml::node& e : *n->as_array()) {
+        const std::string rpath = key + "[" + std::to_string(j++) + "]";
+        const toml::table* rt = table_at(c, e, rpath);
+        if (rt == nullptr) continue;
+        c.only_keys(*rt, rpath, {"min_bytes", "min_pps", "min_bps", "dscp"});
+        AdaptiveRule a;
+        a.min_bytes =
+            static_cast<uint32_t>(c.integer(*rt, rpath, "min_bytes", 0, 65535, false).value_or(0));
+        a.min_pps = static_cast<uint64_t>(
+            c.integer(*rt, rpath, "min_pps", 0, 1000000000000, false).value_or(0));
+        if (const toml::node* b = rt->get("min_bps")) {
+            Quantity q;
+            if (quantity_node(c, *b, rpath + ".min_bps", true, false, q))
+                a.min_bps = static_cast<uint64_t>(std::llround(q.value));
+        }
+        a.dscp = static_cast<uint8_t>(c.integer(*rt, rpath, "dscp", 0, 63, true).value_or(0));
+        if (rt->get("min_bytes") == nullptr && rt->get("min_pps") == nullptr &&
+            rt->get("min_bps") == nullptr)
+            c.error(rt->source(), rpath,
+                    "a rule needs min_bytes, min_pps and/or min_bps (without, give the class "
+                    "that dscp)");
+        r.adaptive.push_back(a);
+    }
+    if (r.adaptive.size() > kMaxAdaptiveRules)
+        c.error(n->source(), key,
+                "at most " + std::to_string(kMaxAdaptiveRules) + " rules per class");
+}
+
+// `resolve`: policer names must exist (false for the classes-only loader, which reads no
+// [[policers]]).
+void load_classes(Checker& c, const toml::table& root, Config& cfg, bool resolve = true) {
     const toml::node* n = root.get("classes");
     if (n == nullptr) return;
     if (!n->is_array_of_tables()) {
@@ -514,7 +819,7 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
         const std::string path = "classes[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
-        c.only_keys(*t, path, {"name", "match", "dscp", "pcp"});
+        c.only_keys(*t, path, {"name", "match", "dscp", "pcp", "policer", "adaptive"});
         ClassRule r;
         r.name = checked_name(c, *t, path, names, sanitised, "class");
         r.set_dscp = static_cast<int16_t>(
@@ -524,8 +829,16 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
         if (const toml::node* m = t->get("match")) {
             const std::string mpath = path + ".match";
             if (const toml::table* mt = table_at(c, *m, mpath)) {
-                c.only_keys(*mt, mpath,
-                            {"udp_dst_port", "bth_opcode", "ip_proto", "dscp", "src", "dst"});
+                c.only_keys(
+                    *mt, mpath,
+                    {"udp_dst_port", "bth_opcode", "ip_proto", "dscp", "src", "dst", "pcp"});
+                if (auto v = c.integer(*mt, mpath, "pcp", 0, 7, false)) {
+                    r.has_pcp = true;
+                    r.match_pcp = static_cast<uint8_t>(*v);
+                    if (!resolve)
+                        c.error(mt->get("pcp")->source(), mpath + ".pcp",
+                                "dscpgw-hostmark cannot match on the VLAN priority");
+                }
                 if (auto v = c.integer(*mt, mpath, "udp_dst_port", 0, 65535, false)) {
                     r.has_udp_dst_port = true;
                     r.udp_dst_port = static_cast<uint16_t>(*v);
@@ -565,6 +878,14 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg) {
                             "never match");
             }
         }
+        if (auto pn = c.str(*t, path, "policer", false)) {
+            for (size_t j = 0; j < cfg.policers.size(); ++j)
+                if (cfg.policers[j].name == *pn) r.policer = static_cast<int16_t>(j);
+            if (r.policer < 0 && resolve)
+                c.error(t->get("policer")->source(), path + ".policer",
+                        "no [[policers]] named \"" + *pn + "\"");
+        }
+        load_adaptive(c, *t, path, r);
         cfg.classes.push_back(std::move(r));
     }
     if (cfg.classes.size() > kMaxClasses)
@@ -703,6 +1024,11 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                 }
             }
         }
+        if (ip >= 0 && tc.inner_vlan_keep && cfg.ports[static_cast<size_t>(ip)].vlan != 0)
+            c.error(t->get("inner_vlan")->source(), path + ".inner_vlan",
+                    "inner port \"" + cfg.ports[static_cast<size_t>(ip)].name +
+                        "\" tags its frames (vlan): frames tagged by the far side cannot keep "
+                        "their own tag there");
         if (op >= 0 && ip >= 0) {
             tc.outer_port = static_cast<uint16_t>(op);
             tc.inner_port = static_cast<uint16_t>(ip);
@@ -839,10 +1165,19 @@ Config build(const toml::table& root, const std::string& source_name) {
         }
     }
     load_ports(c, root, cfg);
+    const auto policer_at = load_policers(c, root, cfg);
     load_classes(c, root, cfg);
+    for (size_t i = 0; i < cfg.policers.size() && i < policer_at.size(); ++i) {
+        bool used = false;
+        for (const ClassRule& r : cfg.classes) used = used || r.policer == static_cast<int>(i);
+        if (!used)
+            c.warn(policer_at[i], "policers[" + std::to_string(i) + "]",
+                   "policer \"" + cfg.policers[i].name + "\" is used by no class");
+    }
     load_tunnels(c, root, cfg);
     load_neighbors(c, root, cfg);
     c.finish();
+    cfg.warnings = c.take_warnings();
     for (auto& t : cfg.tunnels) {
         auto& p = cfg.ports[t.outer_port];
         bool seen = false;
@@ -858,7 +1193,7 @@ std::vector<ClassRule> build_classes(const toml::table& root, const std::string&
     Checker c(source_name);
     Config cfg;
     c.only_keys(root, "", kTopLevelKeys);
-    load_classes(c, root, cfg);
+    load_classes(c, root, cfg, false);
     c.finish();
     return std::move(cfg.classes);
 }
@@ -922,8 +1257,17 @@ ClassMatch compile_class(const ClassRule& c) {
         m.key |= uint64_t{c.ip_proto} << ClassMatch::kProtoShift;
         m.mask |= uint64_t{0xff} << ClassMatch::kProtoShift;
     }
+    if (c.has_pcp) {
+        m.key |= ClassMatch::kHasTag | uint64_t{c.match_pcp} << ClassMatch::kPcpShift;
+        m.mask |= ClassMatch::kHasTag | uint64_t{7} << ClassMatch::kPcpShift;
+    }
     m.prefixes = !c.src.empty() || !c.dst.empty();
     m.set_dscp = static_cast<int8_t>(c.set_dscp);
+    if (c.policer >= 0) {
+        m.qos |= ClassMatch::kQosPolicer;
+        m.policer = static_cast<uint8_t>(c.policer);
+    }
+    if (!c.adaptive.empty()) m.qos |= ClassMatch::kQosAdaptive;
     return m;
 }
 

@@ -32,6 +32,7 @@ struct Config {
     std::string control_socket = kDefaultControlSocket;  // [control] socket.
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
+    std::vector<PolicerConf> policers;
     std::vector<TunnelConf> tunnels;                    // Templates not yet built.
     std::vector<std::array<uint8_t, 6>> next_hop_macs;  // Per tunnel (zero with `next_hop`).
     struct StaticNeighbor {
@@ -41,6 +42,7 @@ struct Config {
         std::array<uint8_t, 6> mac{};
     };
     std::vector<StaticNeighbor> neighbors;  // [[neighbors]]
+    std::vector<std::string> warnings;      // file:line:column: warning: ... (the config loads).
 
     int first_port(PortRole role) const;
     int port_index(const std::string& name) const;

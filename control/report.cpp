@@ -31,6 +31,11 @@ TunnelTotals tunnel_live(const Snapshot& s, const std::vector<const WorkerStats*
         ws, [&](const WorkerStats& w) -> const auto& { return w.bank[s.bank].tunnel; }, i);
 }
 
+PolicerTotals policer_live(const Snapshot& s, const std::vector<const WorkerStats*>& ws, size_t i) {
+    return sum<PolicerCounter>(
+        ws, [&](const WorkerStats& w) -> const auto& { return w.bank[s.bank].policer; }, i);
+}
+
 template <size_t N>
 std::array<uint64_t, N> sum_array(const std::vector<const WorkerStats*>& ws,
                                   const Counter (WorkerStats::*field)[N]) {
@@ -49,6 +54,8 @@ void NamedTotals::fold(const Snapshot& retired, const std::vector<WorkerStats*>&
     add_to(unclassified_, class_live(retired, ws, kNoClass));
     for (size_t i = 0; i < retired.tunnels.size(); ++i)
         add_to(tunnels_[retired.tunnels[i].name], tunnel_live(retired, ws, i));
+    for (size_t i = 0; i < retired.policers.size(); ++i)
+        add_to(policers_[retired.policers[i].name], policer_live(retired, ws, i));
     for (WorkerStats* w : workers) w->bank[retired.bank].reset();
 }
 
@@ -77,6 +84,18 @@ std::vector<TunnelTotals> NamedTotals::tunnels(const Snapshot& cur,
     for (size_t i = 0; i < cur.tunnels.size(); ++i) {
         TunnelTotals t = tunnel_live(cur, ws, i);
         if (auto it = tunnels_.find(cur.tunnels[i].name); it != tunnels_.end())
+            add_to(t, it->second);
+        out.push_back(t);
+    }
+    return out;
+}
+
+std::vector<PolicerTotals> NamedTotals::policers(const Snapshot& cur,
+                                                 const std::vector<const WorkerStats*>& ws) const {
+    std::vector<PolicerTotals> out;
+    for (size_t i = 0; i < cur.policers.size(); ++i) {
+        PolicerTotals t = policer_live(cur, ws, i);
+        if (auto it = policers_.find(cur.policers[i].name); it != policers_.end())
             add_to(t, it->second);
         out.push_back(t);
     }
@@ -127,6 +146,25 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
                 static_cast<double>(rte_get_tsc_hz());
         t.t = tt[i];
     }
+    const auto pt = totals.policers(s, ws);
+    r.policers.resize(s.policers.size());
+    for (size_t i = 0; i < s.policers.size(); ++i) {
+        PolicerReport& p = r.policers[i];
+        const PolicerConf& c = s.policers[i];
+        p.name = c.name;
+        p.mode = c.mode == MeterMode::trtcm ? "trtcm" : "srtcm";
+        p.cir = c.cir;
+        p.pir = c.pir;
+        p.cbs = c.cbs;
+        p.pbs = c.pbs;
+        p.colour_aware = c.colour_aware;
+        p.yellow = c.yellow;
+        p.red = c.red;
+        p.classes.clear();
+        for (const ClassRule& cl : s.classes)
+            if (cl.policer == static_cast<int>(i)) p.classes.push_back(cl.name);
+        p.t = pt[i];
+    }
     r.drops = sum_array(ws, &WorkerStats::drops);
     r.local_replies = sum_array(ws, &WorkerStats::local);
     r.dataplane = sum<DataplaneCounter>(
@@ -153,6 +191,13 @@ void print_counters(std::FILE* out, const Report& r) {
                      c.t[C::packets], c.t[C::bytes]);
     std::fprintf(out, "  %-16s %" PRIu64 " pkts %" PRIu64 " bytes\n", "(no class)",
                  r.unclassified[C::packets], r.unclassified[C::bytes]);
+    bool adaptive = false;
+    for (const ClassReport& c : r.classes) adaptive = adaptive || c.t[C::adaptive_hits] != 0;
+    if (adaptive) {
+        std::fprintf(out, "adaptive:\n");
+        for (const ClassReport& c : r.classes)
+            std::fprintf(out, "  %-16s %" PRIu64 " pkts\n", c.name.c_str(), c.t[C::adaptive_hits]);
+    }
     std::fprintf(out, "dscp_rewrites: %" PRIu64 "\n", r.dataplane[D::dscp_rewrites]);
     std::fprintf(out, "local:\n");
     for (size_t l = 1; l < kLocalReplyCount; ++l)
@@ -172,6 +217,20 @@ void print_counters(std::FILE* out, const Report& r) {
                      t.name.c_str(), t.t[T::encap_packets], t.t[T::encap_bytes],
                      t.t[T::decap_packets], t.t[T::decap_bytes], t.t[T::outer_dscp_remarked],
                      t.t[T::ecn_ce_marked], t.t[T::cnp_encap], t.t[T::cnp_decap]);
+    if (!r.policers.empty()) {
+        using L = PolicerCounter;
+        std::fprintf(out, "policers:\n");
+        for (const PolicerReport& p : r.policers)
+            std::fprintf(out,
+                         "  %-16s green %" PRIu64 " pkts %" PRIu64 " bytes, yellow %" PRIu64
+                         " pkts %" PRIu64 " bytes, red %" PRIu64 " pkts %" PRIu64 " bytes\n",
+                         p.name.c_str(), p.t[L::green_packets], p.t[L::green_bytes],
+                         p.t[L::yellow_packets], p.t[L::yellow_bytes], p.t[L::red_packets],
+                         p.t[L::red_bytes]);
+    }
+    if (r.dataplane[D::pcp_rewrites] != 0 || r.dataplane[D::pcp_to_dscp] != 0)
+        std::fprintf(out, "pcp: pcp_rewrites %" PRIu64 ", pcp_to_dscp %" PRIu64 "\n",
+                     r.dataplane[D::pcp_rewrites], r.dataplane[D::pcp_to_dscp]);
     std::fprintf(out, "drops:\n");
     uint64_t total = 0;
     for (size_t d = 1; d < kDropReasonCount; ++d) {

@@ -17,6 +17,7 @@ namespace dscpgw {
 
 using TunnelTotals = Totals<TunnelCounter>;
 using ClassTotals = Totals<ClassCounter>;
+using PolicerTotals = Totals<PolicerCounter>;
 
 // Per-name totals that survive reloads. A reload retires a snapshot's bank: once no worker can
 // write it any more, fold() adds it to the totals of the names that snapshot gave its indices and
@@ -29,10 +30,13 @@ class NamedTotals {
     ClassTotals unclassified(const Snapshot& cur, const std::vector<const WorkerStats*>& ws) const;
     std::vector<TunnelTotals> tunnels(const Snapshot& cur,
                                       const std::vector<const WorkerStats*>& ws) const;
+    std::vector<PolicerTotals> policers(const Snapshot& cur,
+                                        const std::vector<const WorkerStats*>& ws) const;
 
   private:
     std::map<std::string, ClassTotals> classes_;
     std::map<std::string, TunnelTotals> tunnels_;
+    std::map<std::string, PolicerTotals> policers_;
     ClassTotals unclassified_{};
 };
 
@@ -49,6 +53,15 @@ struct ClassReport {
     std::string name;
     int set_dscp = -1;
     ClassTotals t{};
+};
+
+struct PolicerReport {
+    std::string name, mode;
+    uint64_t cir = 0, pir = 0, cbs = 0, pbs = 0;  // Bits per second, bytes (srtcm: pbs is EBS).
+    bool colour_aware = false;
+    int yellow = kColourKeep, red = kColourDrop;
+    std::vector<std::string> classes;  // The classes that share it.
+    PolicerTotals t{};
 };
 
 struct TunnelReport {
@@ -97,6 +110,7 @@ struct Report {
     std::vector<ClassReport> classes;
     ClassTotals unclassified{};
     std::vector<TunnelReport> tunnels;
+    std::vector<PolicerReport> policers;
     std::array<uint64_t, kDropReasonCount> drops{};          // By DropReason; [0] unused.
     std::array<uint64_t, kLocalReplyCount> local_replies{};  // By LocalReply; [0] unused.
     Totals<DataplaneCounter> dataplane{};

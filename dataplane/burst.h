@@ -11,6 +11,7 @@
 #include "dataplane/encap.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/local.h"
+#include "dataplane/qos.h"
 #include "dataplane/stats.h"
 
 namespace dscpgw {
@@ -49,6 +50,10 @@ struct BurstState {
     FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
     FlowRun flow_run;            // This burst's current conversation, not yet in `flows`.
     uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
+    FlowRates* rates = nullptr;  // The worker's `adaptive` flow rates.
+    // Replay: each packet's time (TSC units, from the capture), for the policers and the rates;
+    // none: now_tsc for every packet.
+    const uint64_t* pkt_time = nullptr;
 };
 
 // The headers of a frame: the first cache line, and on an outer port the second, where a
@@ -129,8 +134,17 @@ class BurstCounters {
     // false) its class, bytes as received; an IP packet no class matched counts as unclassified.
     template <bool kOuter>
     void processed(const PacketNotes& n, uint32_t in_len) {
-        if (!kOuter && n.dscp_in >= 0)
+        if (!kOuter && n.dscp_in >= 0) {
             classes_.add(n.class_id >= 0 ? static_cast<size_t>(n.class_id) : kNoClass, in_len);
+            if (unlikely(n.colour >= 0)) {
+                const auto c = static_cast<size_t>(n.colour);
+                cc_.policer[PolicerCounter::green_packets + c][n.policer].inc();
+                cc_.policer[PolicerCounter::green_bytes + c][n.policer].add(n.ip_len);
+            }
+            if (unlikely(n.adaptive_rule >= 0))
+                cc_.cls[ClassCounter::adaptive_hits][static_cast<size_t>(n.class_id)].inc();
+            if (unlikely(n.pcp_mapped)) st_.dataplane[DataplaneCounter::pcp_to_dscp][0].inc();
+        }
         rewrites_ += n.dscp_rewritten;
     }
     // A packet through a tunnel, as sent: the tunnel's counters, and for RoCE its CNPs and its
@@ -140,6 +154,7 @@ class BurstCounters {
         const auto t = static_cast<size_t>(n.tunnel_id);
         if (kOuter) {
             decaps_.add(t, out_len);
+            if (n.pcp_set) st_.dataplane[DataplaneCounter::pcp_rewrites][0].inc();
             if (n.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].inc();
             if (n.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].inc();
         } else {
@@ -203,6 +218,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
     uint64_t rx_bytes = 0;
     BurstCounters count(st, s.bank);
     DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
+    QosClock clock{bs.now_tsc, bs.rates};
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], kOuter);
@@ -216,8 +232,9 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         if (unlikely(m->nb_segs != 1)) {
             v.drop = DropReason::multi_segment;
         } else {
+            if (!kOuter && bs.pkt_time != nullptr) clock.now = bs.pkt_time[i];
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
-                    kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
+                    kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}, &clock};
             // The common case in few steps (the shortcut takes it or leaves it untouched).
             if constexpr (kOuter)
                 plain = decap_plain(s, rx_port, f, o, &decap_cache);

@@ -60,7 +60,27 @@ namespace dscpgw {
     X(packets, "class_packets_total", "", "packets", "PACKETS",                    \
       "Packets classified into the class on the inner path, counted as received.") \
     X(bytes, "class_bytes_total", "", "bytes", "BYTES",                            \
-      "Bytes of the packets classified into the class, as received.")
+      "Bytes of the packets classified into the class, as received.")              \
+    X(adaptive_hits, "class_adaptive_hits_total", "", "packets", "ADAPTIVE",       \
+      "Packets of the class whose DSCP came from one of its adaptive rules.")
+
+// Per policer and colour, in the snapshot's counter bank (kept per policer name across reloads):
+// what the meter saw, red packets dropped included. Indexed by Colour (packets) and 3 + Colour
+// (bytes).
+#define DSCPGW_POLICER_COUNTERS(X)                                                         \
+    X(green_packets, "policer_packets_total", "colour=green", "packets", "GREEN",          \
+      "Packets the policer metered, by colour (green: within cir and cbs; yellow: above, " \
+      "within pir and pbs, or the srtcm excess burst; red: beyond).")                      \
+    X(yellow_packets, "policer_packets_total", "colour=yellow", "packets", "YELLOW",       \
+      "Packets the policer metered yellow.")                                               \
+    X(red_packets, "policer_packets_total", "colour=red", "packets", "RED",                \
+      "Packets the policer metered red (dropped where red = \"drop\").")                   \
+    X(green_bytes, "policer_bytes_total", "colour=green", "bytes", "GREEN_BYTES",          \
+      "IP bytes the policer metered, by colour (what cir and pir count).")                 \
+    X(yellow_bytes, "policer_bytes_total", "colour=yellow", "bytes", "",                   \
+      "IP bytes metered "                                                                  \
+      "yellow.")                                                                           \
+    X(red_bytes, "policer_bytes_total", "colour=red", "bytes", "", "IP bytes metered red.")
 
 // Per port, what the workers moved.
 #define DSCPGW_PORT_COUNTERS(X)                                                      \
@@ -87,7 +107,12 @@ namespace dscpgw {
     X(echo_rate_limited, "echo_rate_limited_total", "", "packets", "ECHO_LIMITED",                \
       "ICMP/ICMPv6 echo requests to the gateway not answered because of [gateway] icmp_rate.")    \
     X(tx_failed, "tx_failed_total", "", "packets", "TX_FAILED",                                   \
-      "Packets the dataplane sent that the port's TX queue refused (freed): the port is full.")
+      "Packets the dataplane sent that the port's TX queue refused (freed): the port is full.")   \
+    X(pcp_rewrites, "pcp_rewrites_total", "", "packets", "PCP_SET",                               \
+      "Decapsulated frames that left a tagged inner port with the PCP its dscp_to_pcp gives "     \
+      "their DSCP.")                                                                              \
+    X(pcp_to_dscp, "pcp_to_dscp_total", "", "packets", "PCP_TO_DSCP",                             \
+      "Tagged frames no class matched whose DSCP came from their PCP (the port's pcp_to_dscp).")
 
 // Per worker.
 #define DSCPGW_WORKER_COUNTERS(X)                                                               \
@@ -135,6 +160,7 @@ struct CounterInfo {
 
 DSCPGW_FAMILY(TunnelCounter, DSCPGW_TUNNEL_COUNTERS)
 DSCPGW_FAMILY(ClassCounter, DSCPGW_CLASS_COUNTERS)
+DSCPGW_FAMILY(PolicerCounter, DSCPGW_POLICER_COUNTERS)
 DSCPGW_FAMILY(PortCounter, DSCPGW_PORT_COUNTERS)
 DSCPGW_FAMILY(DataplaneCounter, DSCPGW_DATAPLANE_COUNTERS)
 DSCPGW_FAMILY(WorkerCounter, DSCPGW_WORKER_COUNTERS)

@@ -215,6 +215,20 @@ DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
         n.dscp_out = dscp;
         note_roce(n, in, inner);
     }
+    if (lan.vlan != 0) {
+        // A tagged LAN: the frame leaves with its VLAN, the priority from its DSCP.
+        const uint8_t pcp = lan.has_dscp_to_pcp && n.dscp_out >= 0
+                                ? lan.dscp_to_pcp[static_cast<size_t>(n.dscp_out)]
+                                : uint8_t{0};
+        std::memmove(inner - kVlanLen, inner, 12);
+        inner -= kVlanLen;
+        inner_off -= static_cast<uint32_t>(kVlanLen);
+        inner_len += static_cast<uint32_t>(kVlanLen);
+        store16(inner + 12, kEtherTypeVlan);
+        store16(inner + 14, static_cast<uint16_t>(pcp << 13 | lan.vlan));
+        n.pcp_out = static_cast<int8_t>(pcp);
+        n.pcp_set = lan.has_dscp_to_pcp && n.dscp_out >= 0;
+    }
     f.data = inner;
     f.headroom += inner_off;
     f.len = inner_len;

@@ -2,6 +2,7 @@
 // decline; from the route lookup on they share mark_inner(), check_tunnel() and encap_tail().
 #include "dataplane/encap.h"
 
+#include <rte_cycles.h>
 #include <rte_hash_crc.h>
 #include <rte_ip.h>
 #include <rte_lpm.h>
@@ -11,6 +12,7 @@
 
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
+#include "dataplane/qos.h"
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -127,8 +129,81 @@ template <int kPlainFamily = 0>
 // The DSCP the outer header inherits (the tunnel's `outer_dscp` maps it, or fixes it): the inner
 // DSCP after marking for classified traffic and on a port that trusts its hosts' marks, else the
 // port's `default_dscp`, so that an unclassified host cannot pick its own underlay priority.
-inline uint8_t inherited_dscp(const PortConf& port, int cls, uint8_t tos) {
-    return cls >= 0 || port.trust_dscp ? static_cast<uint8_t>(tos >> 2) : port.default_dscp;
+// `trusted`: the DSCP is the gateway's own choice although no class matched (pcp_to_dscp).
+inline uint8_t inherited_dscp(const PortConf& port, int cls, uint8_t tos, bool trusted = false) {
+    return cls >= 0 || trusted || port.trust_dscp ? static_cast<uint8_t>(tos >> 2)
+                                                  : port.default_dscp;
+}
+
+// A flow as `adaptive` rates count it: a RoCE conversation (addresses and destination QP), else
+// the 5-tuple; 64 bits of two CRC32-C chains, never 0 (a free slot).
+uint64_t qos_flow_tag(const ParsedPacket& pp, const uint8_t* frame) {
+    uint32_t a = 0x9e3779b9u ^ pp.ip_ver, b = 0x7f4a7c15u ^ pp.proto;
+    const unsigned words = pp.ip_ver == 4 ? 1 : 4;
+    for (unsigned i = 0; i < words; ++i) {
+        a = crc32c(load32(pp.src + 4 * i), a);
+        a = crc32c(load32(pp.dst + 4 * i), a);
+        b = crc32c(load32(pp.dst + 4 * i), b);
+        b = crc32c(load32(pp.src + 4 * i), b);
+    }
+    uint32_t rest = 0;
+    if (pp.has_bth)
+        rest = load32(frame + pp.l4_off + kUdpLen + 4) & 0xffffffu;  // Destination QP.
+    else if (pp.has_ports)
+        rest = uint32_t{pp.sport} << 16 | pp.dport;
+    a = crc32c(rest, a);
+    b = crc32c(rest ^ (pp.has_bth ? 0x80000000u : 0u), b);
+    const uint64_t tag = uint64_t{a} << 32 | b;
+    return tag != 0 ? tag : 1;
+}
+
+// The QoS stage of a class with `adaptive` rules and/or a policer, once the packet is known to
+// leave through a tunnel: the adaptive rule's DSCP over the class's, then the policer's colour
+// (yellow's and red's DSCP, or red's drop). Rewrites the inner TOS; returns it, or -1: drop.
+__attribute__((noinline)) int qos_stage(const Snapshot& s, const ParsedPacket& pp, int cls,
+                                        const Frame& f, PacketNotes& n, uint8_t tos) {
+    const ClassMatch& m = s.class_match[static_cast<size_t>(cls)];
+    const QosClock* clk = f.qos;
+    const uint64_t now = clk != nullptr ? clk->now : rte_rdtsc();
+    unsigned dscp = tos >> 2;
+    if ((m.qos & ClassMatch::kQosAdaptive) != 0) {
+        const ClassRule& r = s.classes[static_cast<size_t>(cls)];
+        uint64_t pps = 0, bps = 0;
+        const bool rated = clk != nullptr && clk->rates != nullptr;
+        if (rated) clk->rates->update(qos_flow_tag(pp, f.data), now, pp.ip_len, pps, bps);
+        for (size_t i = 0; i < r.adaptive.size(); ++i) {
+            const AdaptiveRule& a = r.adaptive[i];
+            if (pp.ip_len >= a.min_bytes && (a.min_pps == 0 || (rated && pps >= a.min_pps)) &&
+                (a.min_bps == 0 || (rated && bps >= a.min_bps))) {
+                dscp = a.dscp;
+                n.adaptive_rule = static_cast<int8_t>(i);
+                break;
+            }
+        }
+    }
+    if ((m.qos & ClassMatch::kQosPolicer) != 0) {
+        const PolicerConf& pc = s.policers[m.policer];
+        Colour in = kGreen;
+        if (pc.colour_aware) {
+            if (pc.red >= 0 && pp.dscp() == pc.red)
+                in = kRed;
+            else if (pc.yellow >= 0 && pp.dscp() == pc.yellow)
+                in = kYellow;
+        }
+        const Colour c = police(s.meters[m.policer], now, pp.ip_len, in, pc.colour_aware);
+        n.colour = static_cast<int8_t>(c);
+        n.policer = m.policer;
+        if (c == kYellow && pc.yellow >= 0) dscp = static_cast<unsigned>(pc.yellow);
+        if (c == kRed) {
+            if (pc.red < 0) return -1;
+            dscp = static_cast<unsigned>(pc.red);
+        }
+    }
+    const auto out = static_cast<uint8_t>(dscp << 2 | (tos & 3u));
+    if (out != tos) write_tos(pp, f.data, out);
+    n.dscp_rewritten = dscp != pp.dscp();
+    n.dscp_out = static_cast<int16_t>(dscp);
+    return out;
 }
 
 // Whether tunnel `t` can take an inner frame of `inner_len` bytes (Ethernet + IP, no tags) with
@@ -249,13 +324,15 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     ParsedPacket pp;
     if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
     const PortConf& port = s.ports[rx_port];
-    if (pp.ip_len > port.mtu) return false;
+    if (pp.ip_len > port.mtu || port.vlan != 0) return false;
     if constexpr (kV6) {
         if (port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0) return false;
     } else {
         if (port.has_ipv4 && std::memcmp(pp.dst, port.ipv4.data(), 4) == 0) return false;
     }
     const int cls = classify_inline(s, pp);
+    // A class with a policer or adaptive rules takes the general path's QoS stage.
+    if (cls >= 0 && s.class_match[static_cast<size_t>(cls)].qos != 0) return false;
     uint32_t tunnel_idx = 0;
     if ((kV6 ? rte_lpm6_lookup(s.lpm6, pp.dst, &tunnel_idx)
              : rte_lpm_lookup(s.lpm4, load32(pp.dst), &tunnel_idx)) != 0)
@@ -293,7 +370,13 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
     n = PacketNotes{};
     ParsedPacket pp;
     if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;
-    if (larger_than_port(s.ports[rx_port], pp, f)) {
+    const PortConf& port = s.ports[rx_port];
+    if (port.vlan != 0 && (pp.vlan_tags != 1 || pp.vid() != port.vlan)) {
+        v.drop = DropReason::wrong_vlan;
+        return v;
+    }
+    if (pp.vlan_tags != 0) n.pcp_in = static_cast<int8_t>(pp.pcp());
+    if (larger_than_port(port, pp, f)) {
         v.drop = DropReason::too_big;
         return v;
     }
@@ -304,7 +387,16 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
     }
     // Marked before routing: a packet dropped later is traced with the DSCP it would have had.
     const int cls = classify_inline(s, pp);
-    const uint8_t tos = mark_inner(s, pp, cls, f.data, n);
+    uint8_t tos = mark_inner(s, pp, cls, f.data, n);
+    const bool pcp_mapped = cls < 0 && pp.vlan_tags != 0 && port.has_pcp_to_dscp;
+    if (pcp_mapped) {
+        // An unclassified tagged frame: its 802.1p priority says the DSCP (a cos-dscp map).
+        tos = static_cast<uint8_t>(port.pcp_to_dscp[pp.pcp()] << 2 | (pp.tos & 3u));
+        if (tos != pp.tos) write_tos(pp, f.data, tos);
+        n.dscp_rewritten = tos != pp.tos;
+        n.dscp_out = static_cast<int16_t>(tos >> 2);
+        n.pcp_mapped = true;
+    }
     uint32_t tunnel_idx = 0;
     const int rc = pp.ip_ver == 4 ? rte_lpm_lookup(s.lpm4, load32(pp.dst), &tunnel_idx)
                                   : rte_lpm6_lookup(s.lpm6, pp.dst, &tunnel_idx);
@@ -325,8 +417,18 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
             carried_inner_mtu(t, t.path->mtu.load(std::memory_order_relaxed)));
     }
     if (v.drop != DropReason::none) return v;
+    n.ip_len = pp.ip_len;
+    if (cls >= 0 && s.class_match[static_cast<size_t>(cls)].qos != 0) {
+        // Metered only once the packet is known to leave: what no tunnel takes uses no tokens.
+        const int q = qos_stage(s, pp, cls, f, n, tos);
+        if (q < 0) {
+            v.drop = DropReason::policed;
+            return v;
+        }
+        tos = static_cast<uint8_t>(q);
+    }
     encap_tail(t, tunnel_idx, pp, f, tags, inner_len, tos,
-               inherited_dscp(s.ports[rx_port], cls, tos), nh_mac, v, n);
+               inherited_dscp(port, cls, tos, pcp_mapped), nh_mac, v, n);
     return v;
 }
 

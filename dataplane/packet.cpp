@@ -23,6 +23,7 @@ DropReason parse_packet_general(const uint8_t* data, uint32_t len, ParsedPacket&
     while ((et == kEtherTypeVlan || et == kEtherTypeQinQ) && pp.vlan_tags < 2) {
         off += kVlanLen;
         if (off + 2 > len) return DropReason::truncated;
+        if (pp.vlan_tags == 0) pp.tci = load16(data + off - 2);
         et = load16(data + off);
         ++pp.vlan_tags;
     }

@@ -12,6 +12,7 @@ namespace dscpgw {
 struct ParsedPacket {
     uint16_t l3_off = 0;    // Offset of the IP header (after Ethernet and any VLAN tags).
     uint8_t vlan_tags = 0;  // Number of 802.1Q/802.1ad tags between the source MAC and EtherType.
+    uint16_t tci = 0;       // The outermost tag's TCI (PCP << 13 | DEI << 12 | VID) with vlan_tags.
     uint8_t ip_ver = 0;     // 0 (not IP), 4 or 6.
     uint8_t tos = 0;        // TOS / traffic-class byte: DSCP << 2 | ECN.
     uint8_t proto = 0;      // Transport protocol (after IPv6 extension headers).
@@ -26,6 +27,8 @@ struct ParsedPacket {
     const uint8_t* dst = nullptr;
 
     uint8_t dscp() const { return static_cast<uint8_t>(tos >> 2); }
+    uint8_t pcp() const { return static_cast<uint8_t>(tci >> 13); }
+    uint16_t vid() const { return tci & 0xfffu; }
     uint8_t ecn() const { return static_cast<uint8_t>(tos & 3); }
 };
 
@@ -81,6 +84,7 @@ inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPack
     if (bth && total < hl + kUdpLen + kBthLen) return false;
     pp.l3_off = kEthLen;
     pp.vlan_tags = 0;
+    pp.tci = 0;
     pp.proto = kProtoUdp;
     pp.is_fragment = false;
     pp.has_ports = true;

@@ -11,6 +11,8 @@
 
 namespace dscpgw {
 
+struct QosClock;
+
 // What the receiving device found of a frame's checksums (from the mbuf's RX flags), where it
 // checked them; zero: unknown, verified in software.
 enum RxCksum : uint8_t { kRxIpGood = 1, kRxIpBad = 2, kRxL4Good = 4, kRxL4Bad = 8 };
@@ -22,6 +24,9 @@ struct Frame {
     uint32_t len;
     uint32_t headroom;
     uint8_t rx_cksum = 0;  // RxCksum bits.
+    // Policers' and rate estimators' time and the worker's estimator (qos.h); none: the TSC now,
+    // and `adaptive` rules see no rates.
+    const QosClock* qos = nullptr;
 };
 
 // What the packet path decided: where the frame goes, or why it goes nowhere.
@@ -45,6 +50,14 @@ struct PacketNotes {
     bool outer_remarked = false;  // The outer DSCP was not what the far end sets.
     bool ce_marked = false;       // RFC 6040 turned an ECT inner packet CE.
     bool outer_mapped = false;    // Encap: the tunnel's outer_dscp map had an entry for it.
+    bool pcp_mapped = false;      // Encap: the DSCP came from the port's pcp_to_dscp.
+    int8_t colour = -1;           // Encap: the class policer's Colour.
+    int8_t adaptive_rule = -1;    // Encap: the class's adaptive rule that set the DSCP.
+    int8_t pcp_in = -1;           // Encap: the tagged frame's PCP.
+    int8_t pcp_out = -1;          // Decap: the PCP of the tag the frame left with.
+    bool pcp_set = false;         // Decap: pcp_out came from the port's dscp_to_pcp.
+    uint8_t policer = 0;          // Encap, with colour: the class's policer.
+    uint32_t ip_len = 0;          // Encap: the IP length (what policers meter).
     // A RoCEv2 packet (UDP 4791 with a BTH) carried through a tunnel: its inner IP header and BTH
     // in the frame as sent (neither moves during encapsulation, VLAN removal or decapsulation),
     // so that the worker can count CNPs and conversations without parsing the packet again.
@@ -68,6 +81,7 @@ inline uint64_t class_key(const ParsedPacket& pp) {
     uint64_t k = uint64_t{pp.proto} << ClassMatch::kProtoShift;
     if (pp.proto == wire::kProtoUdp && pp.has_ports) k |= ClassMatch::kIsUdp | pp.dport;
     if (pp.has_bth) k |= ClassMatch::kHasBth | uint64_t{pp.bth_opcode} << ClassMatch::kOpcodeShift;
+    if (pp.vlan_tags != 0) k |= ClassMatch::kHasTag | uint64_t{pp.pcp()} << ClassMatch::kPcpShift;
     return k;
 }
 

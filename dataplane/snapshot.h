@@ -17,6 +17,7 @@ struct rte_hash;
 namespace dscpgw {
 
 class NeighborTable;
+struct PolicerState;  // dataplane/policer.h
 
 // Whether the first `len` bits of `a` equal those of `net` (which has no bits set beyond them
 // unless `masked_net` is false, as for an interface address like 10.10.0.1/24).
@@ -33,6 +34,8 @@ inline bool prefix_match(const uint8_t* net, unsigned len, const uint8_t* a,
 inline constexpr size_t kMaxPorts = 16;
 inline constexpr size_t kMaxClasses = 64;
 inline constexpr size_t kMaxTunnels = 256;
+inline constexpr size_t kMaxPolicers = 64;
+inline constexpr size_t kMaxAdaptiveRules = 8;           // Per class.
 inline constexpr size_t kMaxOuterHdr = 14 + 40 + 8 + 8;  // Ethernet + IPv6 + UDP + VXLAN/Geneve.
 
 enum class PortRole : uint8_t { inner, outer };
@@ -49,6 +52,31 @@ struct Prefix {
     }
 };
 
+// A class's `adaptive` rule: packets of at least `min_bytes` (IP length) in a flow measured at
+// `min_pps` packets and `min_bps` bits per second or more get `dscp` (dataplane/qos.h).
+struct AdaptiveRule {
+    uint32_t min_bytes = 0;
+    uint64_t min_pps = 0, min_bps = 0;
+    uint8_t dscp = 0;
+};
+
+// A `[[policers]]` entry: an RFC 2698 (trtcm) or RFC 2697 (srtcm) meter shared by the classes
+// naming it. Rates resolved to bits per second ("%" of the port's rate), sizes to bytes; with
+// srtcm `pbs` is the excess burst size (EBS) and `pir` is unused.
+enum class MeterMode : uint8_t { trtcm, srtcm };
+enum Colour : uint8_t { kGreen = 0, kYellow = 1, kRed = 2 };  // rte_color's values.
+inline constexpr int16_t kColourKeep = -1;                    // yellow = "keep": the class's DSCP.
+inline constexpr int16_t kColourDrop = -2;                    // red = "drop".
+struct PolicerConf {
+    std::string name;
+    MeterMode mode = MeterMode::trtcm;
+    uint64_t cir = 0, pir = 0;  // Bits per second.
+    uint64_t cbs = 0, pbs = 0;  // Bytes.
+    bool colour_aware = false;
+    int16_t yellow = kColourKeep;  // Or a DSCP.
+    int16_t red = kColourDrop;     // Or a DSCP.
+};
+
 struct ClassRule {
     std::string name;
     // Match keys; a key whose has_ flag is false matches anything.
@@ -59,7 +87,11 @@ struct ClassRule {
     uint64_t dscp_mask = 0;        // Bit n set: DSCP n matches.
     std::vector<Prefix> src, dst;  // Empty: any.
     int16_t set_dscp = -1;         // -1: preserve.
-    int8_t pcp = -1;  // 802.1p priority dscpgw-hostmark sets on tagged frames; -1: keep.
+    int8_t pcp = -1;       // 802.1p priority dscpgw-hostmark sets on tagged frames; -1: keep.
+    bool has_pcp = false;  // match.pcp: the frame's (outermost) VLAN tag's priority.
+    uint8_t match_pcp = 0;
+    int16_t policer = -1;  // Index into Config/Snapshot::policers.
+    std::vector<AdaptiveRule> adaptive;
 };
 
 // ClassRule compiled for the hot path: plain data, the port/opcode/protocol keys folded into one
@@ -71,11 +103,17 @@ struct ClassMatch {
     static constexpr unsigned kOpcodeShift = 17;
     static constexpr uint64_t kHasBth = uint64_t{1} << 25;
     static constexpr unsigned kProtoShift = 26;
+    static constexpr uint64_t kHasTag = uint64_t{1} << 34;
+    static constexpr unsigned kPcpShift = 35;
+    // `qos` bits: the class has a policer / adaptive rules (the general path's QoS stage).
+    static constexpr uint8_t kQosPolicer = 1, kQosAdaptive = 2;
 
     uint64_t dscp_mask = ~uint64_t{0};  // Bit n: DSCP n matches.
     uint64_t key = 0, mask = 0;         // Matches when (class_key ^ key) & mask == 0.
     bool prefixes = false;
     int8_t set_dscp = -1;
+    uint8_t qos = 0;
+    uint8_t policer = 0;  // With kQosPolicer.
 };
 static_assert(sizeof(ClassMatch) == 32);
 
@@ -94,6 +132,14 @@ struct PortConf {
     // (`trust_dscp`), or `default_dscp` is used there instead.
     bool trust_dscp = false;
     uint8_t default_dscp = 0;
+    uint64_t rate = 0;  // `rate`: the line rate in bits per second (0: not given).
+    // Inner ports: `vlan` (0: untagged LAN), frames in must carry it and decapsulated frames leave
+    // with it, their PCP from `dscp_to_pcp` (0 without); `pcp_to_dscp`: the DSCP of tagged frames
+    // no class matched, from their PCP.
+    uint16_t vlan = 0;
+    bool has_dscp_to_pcp = false, has_pcp_to_dscp = false;
+    std::array<uint8_t, 64> dscp_to_pcp{};
+    std::array<uint8_t, 8> pcp_to_dscp{};
     bool tx_udp_cksum_offload = false;  // Set by `run` from the device's capabilities.
     // Outer ports: the UDP ports tunnels listen on here, and the encapsulation each one carries.
     struct TunnelUdpPort {
@@ -231,6 +277,10 @@ struct Snapshot {
     std::vector<PortConf> ports;
     std::vector<ClassRule> classes;
     std::vector<ClassMatch> class_match;  // Same order as `classes`.
+    std::vector<PolicerConf> policers;
+    // One per policer: the shared meters (policer.h; shared_ptr: its deleter is bound where the
+    // type is complete).
+    std::shared_ptr<PolicerState[]> meters;
     std::vector<TunnelConf> tunnels;
     std::unique_ptr<TunnelPath[]> paths;  // One per tunnel.
     rte_lpm* lpm4 = nullptr;

@@ -21,10 +21,12 @@ inline constexpr size_t kNoClass = kMaxClasses;
 struct ConfigCounters {
     CounterBlock<ClassCounter, kMaxClasses + 1> cls;  // Last: no class matched (kNoClass).
     CounterBlock<TunnelCounter, kMaxTunnels> tunnel;
+    CounterBlock<PolicerCounter, kMaxPolicers> policer;
 
     void reset() {
         cls.reset();
         tunnel.reset();
+        policer.reset();
     }
 };
 

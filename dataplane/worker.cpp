@@ -38,6 +38,9 @@ int worker_main(void* arg) {
     TxQueue txq[kMaxPorts];
     BurstState bs;
     bs.flows = c.flows;
+    // The `adaptive` rules' flow rates: this worker's, allocated once before the loop.
+    FlowRates rates(kAdaptiveFlows, rte_get_tsc_hz());
+    bs.rates = &rates;
     WorkerStats& st = *c.stats;
     rte_rcu_qsbr_thread_register(c.rcu, c.queue);
     rte_rcu_qsbr_thread_online(c.rcu, c.queue);

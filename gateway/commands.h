@@ -7,6 +7,7 @@ namespace dscpgw {
 struct ReplayOptions {
     std::string config, in, out, port;
     bool trace = false;
+    unsigned workers = 1;  // Simulated workers: packets spread by flow hash, policers shared.
 };
 
 int cmd_check(const std::string& config);

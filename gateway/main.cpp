@@ -1,5 +1,6 @@
 // dscpgw: the RoCEv2 border gateway. Subcommands: check, replay, run.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -16,6 +17,7 @@ void usage(std::FILE* f) {
         "usage:\n"
         "  dscpgw check  --config FILE\n"
         "  dscpgw replay --config FILE --in IN.pcap --out OUT.pcap [--port NAME] [--trace]\n"
+        "                [--workers N]\n"
         "  dscpgw run    --config FILE\n"
         "  dscpgw ctl    [--socket PATH | --config FILE] COMMAND [--json]\n"
         "      the socket is [control] socket of FILE, else %s; COMMAND is one of\n%s"
@@ -30,6 +32,7 @@ namespace dscpgw {
 int cmd_check(const std::string& config) {
     try {
         const Config cfg = load_config(config);
+        for (const std::string& w : cfg.warnings) std::fprintf(stderr, "%s\n", w.c_str());
         std::printf("%s: OK (%zu ports, %zu tunnels, %zu classes)\n", config.c_str(),
                     cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size());
         // What each tunnel carries: a LAN may be larger than its tunnels (jumbo LAN, 1500-byte
@@ -133,7 +136,17 @@ int main(int argc, char** argv) {
             value(o.port);
         else if (a == "--trace" && cmd == "replay")
             o.trace = true;
-        else {
+        else if (a == "--workers" && cmd == "replay") {
+            std::string v;
+            value(v);
+            char* end = nullptr;
+            const unsigned long w = std::strtoul(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || w < 1 || w > 64) {
+                std::fprintf(stderr, "dscpgw replay: --workers %s: expected 1..64\n", v.c_str());
+                return 2;
+            }
+            o.workers = static_cast<unsigned>(w);
+        } else {
             std::fprintf(stderr, "dscpgw %s: unknown argument %s\n", cmd.c_str(), a.c_str());
             usage(stderr);
             return 2;

@@ -9,12 +9,15 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "control/report.h"
 #include "dataplane/burst.h"
 #include "dataplane/neighbor.h"
+#include "dataplane/qos.h"
 #include "gateway/commands.h"
 #include "gateway/eal.h"
 
@@ -25,6 +28,17 @@ namespace {
 // Replay has no devices: a port without a configured `mac` gets a fixed locally administered one.
 std::array<uint8_t, 6> replay_mac(size_t port) {
     return {0x02, 0x00, 0x00, 0x00, 0x00, static_cast<uint8_t>(port + 1)};
+}
+
+// The QoS part of a trace line: the policer's colour, the adaptive rule, the 802.1p priority.
+std::string qos_trace(const PacketNotes& n) {
+    static constexpr const char* kColours[] = {"green", "yellow", "red"};
+    std::string q;
+    if (n.colour >= 0) q += std::string(" colour=") + kColours[n.colour & 3];
+    if (n.adaptive_rule >= 0) q += " adaptive=" + std::to_string(n.adaptive_rule);
+    if (n.pcp_in >= 0) q += " pcp=" + std::to_string(n.pcp_in) + (n.pcp_mapped ? "(mapped)" : "");
+    if (n.pcp_out >= 0) q += " pcp=" + std::to_string(n.pcp_out);
+    return q;
 }
 
 void print_trace(uint64_t index, const Snapshot& s, const Verdict& v, const PacketNotes& n) {
@@ -47,13 +61,45 @@ void print_trace(uint64_t index, const Snapshot& s, const Verdict& v, const Pack
                     std::string(kLocalReplyInfo[static_cast<size_t>(v.local)].name).c_str(),
                     s.ports[v.out_port].name.c_str());
     else if (v.drop == DropReason::none)
-        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s\n", index, cls, dscp,
+        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s%s\n", index, cls, dscp,
                     tun, n.outer_path ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
-                    n.outer_remarked ? " outer_dscp_remarked" : "",
-                    n.ce_marked ? " ce_marked" : "");
+                    n.outer_remarked ? " outer_dscp_remarked" : "", n.ce_marked ? " ce_marked" : "",
+                    qos_trace(n).c_str());
     else
-        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s\n", index, cls, dscp, tun,
-                    std::string(drop_reason_name(v.drop)).c_str(), v.pmtu ? " pmtu" : "");
+        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s%s\n", index, cls, dscp, tun,
+                    std::string(drop_reason_name(v.drop)).c_str(), v.pmtu ? " pmtu" : "",
+                    qos_trace(n).c_str());
+}
+
+// The timestamp precision of a capture file: nanoseconds for the 0xa1b23c4d magic (either byte
+// order) and for pcapng (libpcap reads it at any resolution), microseconds otherwise.
+int capture_precision(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    uint32_t magic = 0;
+    if (f != nullptr) {
+        if (std::fread(&magic, sizeof magic, 1, f) != 1) magic = 0;
+        std::fclose(f);
+    }
+    return magic == 0xa1b23c4du || magic == 0x4d3cb2a1u ? PCAP_TSTAMP_PRECISION_NANO
+                                                        : PCAP_TSTAMP_PRECISION_MICRO;
+}
+
+// A capture timestamp (nanoseconds) on the TSC's scale: the policers' and estimators' clock.
+uint64_t capture_tsc(const timeval& ts, uint64_t hz) {
+    __extension__ typedef unsigned __int128 u128;
+    const u128 ns = static_cast<u128>(static_cast<uint64_t>(ts.tv_sec)) * 1000000000u +
+                    static_cast<uint64_t>(ts.tv_usec);
+    return static_cast<uint64_t>(ns * hz / 1000000000u);
+}
+
+// Which simulated worker receives a frame: RSS on the inner 5-tuple (non-IP: worker 0).
+unsigned replay_worker(const rte_mbuf* m, unsigned workers) {
+    if (workers <= 1) return 0;
+    ParsedPacket pp;
+    if (parse_packet(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, pp) != DropReason::none ||
+        pp.ip_ver == 0)
+        return 0;
+    return flow_hash(pp) % workers;
 }
 
 }  // namespace
@@ -78,7 +124,11 @@ int cmd_replay(const ReplayOptions& o) {
     }
 
     char errbuf[PCAP_ERRBUF_SIZE] = {};
-    pcap_t* in = pcap_open_offline(o.in.c_str(), errbuf);
+    // Timestamps in nanoseconds whatever the file has (libpcap scales microseconds); the output
+    // keeps the input's precision.
+    const int precision = capture_precision(o.in);
+    pcap_t* in =
+        pcap_open_offline_with_tstamp_precision(o.in.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
     if (in == nullptr) {
         std::fprintf(stderr, "dscpgw replay: cannot read %s: %s\n", o.in.c_str(), errbuf);
         return 2;
@@ -90,7 +140,7 @@ int cmd_replay(const ReplayOptions& o) {
         pcap_close(in);
         return 2;
     }
-    pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+    pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 65535, precision);
     pcap_dumper_t* out = pcap_dump_open(dead, o.out.c_str());
     if (out == nullptr) {
         std::fprintf(stderr, "dscpgw replay: cannot write %s: %s\n", o.out.c_str(),
@@ -128,8 +178,18 @@ int cmd_replay(const ReplayOptions& o) {
                          rte_strerror(rte_errno));
             return 1;
         }
-        auto stats = std::make_unique<WorkerStats>();
-        BurstState bs;
+        // Simulated workers: each its own counters, flow rates and burst state; the snapshot and
+        // its policers are shared, as in `run`. Packets keep the capture's order.
+        const unsigned nw = o.workers;
+        std::vector<std::unique_ptr<WorkerStats>> stats;
+        std::vector<std::unique_ptr<FlowRates>> rates;
+        std::vector<BurstState> bs(nw);
+        const uint64_t hz = rte_get_tsc_hz();
+        for (unsigned w = 0; w < nw; ++w) {
+            stats.push_back(std::make_unique<WorkerStats>());
+            rates.push_back(std::make_unique<FlowRates>(kAdaptiveFlows, hz));
+            bs[w].rates = rates.back().get();
+        }
         const uint32_t max_frame = kDataRoom - RTE_PKTMBUF_HEADROOM;
         uint64_t index = 0, skipped = 0;
         bool done = false;
@@ -137,6 +197,7 @@ int cmd_replay(const ReplayOptions& o) {
             rte_mbuf* burst[kBurst];
             pcap_pkthdr hdrs[kBurst];
             uint64_t idxs[kBurst];
+            uint64_t times[kBurst];
             uint16_t n = 0;
             while (n < kBurst) {
                 pcap_pkthdr* h;
@@ -169,6 +230,7 @@ int cmd_replay(const ReplayOptions& o) {
                             h->caplen);
                 hdrs[n] = *h;
                 idxs[n] = index;
+                times[n] = capture_tsc(h->ts, hz);
                 burst[n++] = m;
             }
             if (n == 0) continue;
@@ -176,31 +238,44 @@ int cmd_replay(const ReplayOptions& o) {
                 uint16_t port;
                 rte_mbuf* m;
                 timeval ts;
+                unsigned worker;
             };
             std::vector<Tx> tx;
             // The observer runs for every packet, in order, before the sink may take it; its
             // running position tells the sink which input frame it got.
             uint16_t seen = 0;
-            process_burst(
-                *snap, static_cast<uint16_t>(rx_port), burst, n, *stats, bs,
-                [&](uint16_t port, rte_mbuf* m) {
-                    tx.push_back({port, m, hdrs[seen - 1].ts});
-                },
-                [&](const rte_mbuf*, const Verdict& v, const PacketNotes& notes) {
-                    ++seen;
-                    if (o.trace) print_trace(idxs[seen - 1], *snap, v, notes);
-                });
+            // Runs of consecutive frames for one worker, each a burst of that worker's.
+            for (uint16_t start = 0; start < n;) {
+                const unsigned w = replay_worker(burst[start], nw);
+                uint16_t end = static_cast<uint16_t>(start + 1);
+                while (end < n && replay_worker(burst[end], nw) == w) ++end;
+                bs[w].pkt_time = times + start;
+                bs[w].now_tsc = times[start];
+                process_burst(
+                    *snap, static_cast<uint16_t>(rx_port), burst + start,
+                    static_cast<uint16_t>(end - start), *stats[w], bs[w],
+                    [&](uint16_t port, rte_mbuf* m) {
+                        tx.push_back({port, m, hdrs[seen - 1].ts, w});
+                    },
+                    [&](const rte_mbuf*, const Verdict& v, const PacketNotes& notes) {
+                        ++seen;
+                        if (o.trace) print_trace(idxs[seen - 1], *snap, v, notes);
+                    });
+                start = end;
+            }
             // Replay is its own control thread: it creates the neighbor entries workers asked for
             // (it sends no probes).
             neighbors.drain_requests(rte_rdtsc());
             for (const Tx& t : tx) {
                 pcap_pkthdr ph{};
                 ph.ts = t.ts;
+                // The dumper writes tv_usec as is: nanoseconds into a nanosecond file.
+                if (precision == PCAP_TSTAMP_PRECISION_MICRO) ph.ts.tv_usec /= 1000;
                 ph.caplen = ph.len = t.m->pkt_len;
                 pcap_dump(reinterpret_cast<u_char*>(out), &ph,
                           rte_pktmbuf_mtod(t.m, const u_char*));
-                stats->port[PortCounter::tx_packets][t.port].inc();
-                stats->port[PortCounter::tx_bytes][t.port].add(t.m->pkt_len);
+                stats[t.worker]->port[PortCounter::tx_packets][t.port].inc();
+                stats[t.worker]->port[PortCounter::tx_bytes][t.port].add(t.m->pkt_len);
                 rte_pktmbuf_free(t.m);
             }
         }
@@ -211,7 +286,9 @@ int cmd_replay(const ReplayOptions& o) {
                     index - skipped, o.in.c_str(),
                     cfg.ports[static_cast<size_t>(rx_port)].name.c_str(),
                     skipped ? " (some skipped, see above)" : "");
-        print_counters(stdout, *snap, {stats.get()});
+        std::vector<const WorkerStats*> ws;
+        for (const auto& st : stats) ws.push_back(st.get());
+        print_counters(stdout, *snap, ws);
         rte_mempool_free(pool);
     }
     rte_eal_cleanup();

@@ -727,6 +727,8 @@ TEST_F(Pipeline, EveryDropReason) {
     covered.insert(
         DropReason::multi_segment);  // Burst level: see Burst.CountsAndMultiSegmentDropped.
     covered.insert(DropReason::local_unhandled);  // Routed LAN ports only: see Neighbors.RoutedLan.
+    covered.insert(DropReason::wrong_vlan);       // Tagged LAN ports only: Qos.TaggedLanBothWays.
+    covered.insert(DropReason::policed);          // Policers: see Qos.TrtcmColours...
     for (size_t r = 1; r < kDropReasonCount; ++r)
         EXPECT_TRUE(covered.count(static_cast<DropReason>(r)))
             << "no case for " << kDropReasonInfo[r].name;
