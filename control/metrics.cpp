@@ -166,6 +166,16 @@ std::vector<MetricFamily> metric_families(const Report& r) {
         Families::add(cnp_rate, t.cnp_decap_rate, {{"direction", "decap"}, {"tunnel", t.name}});
     }
 
+    f.list<PolicerCounter>(
+        "policer", r.policers, [](const PolicerReport& p) { return p.name; },
+        [](const PolicerReport& p) { return p.t; });
+    f.each(
+        "dscpgw_policer_cir_bytes_per_second",
+        "The policer's committed rate (cir) in bytes per second, as configured (\"%\" "
+        "resolved): compare with rate(dscpgw_policer_bytes_total).",
+        G, r.policers, "policer", [](const PolicerReport& p) { return p.name; },
+        [](const PolicerReport& p) { return static_cast<double>(p.cir) / 8.0; });
+
     f.each("dscpgw_tunnel_path_mtu_bytes",
            "Path MTU the tunnel uses now (outer IP bytes): its configured mtu, or less while an "
            "ICMP error from the underlay holds it lower (10 minutes).",
@@ -252,10 +262,12 @@ std::string metrics_doc_table() {
     r.classes[0].name = "roce";
     r.tunnels.resize(1);
     r.tunnels[0].name = "t";
+    r.policers.resize(1);
+    r.policers[0].name = "p";
     r.workers.resize(1);
     r.neighbors.push_back({"198.18.0.254", "wan", "", "incomplete", false});
     const std::set<std::string> item_labels = {"port",    "class",   "tunnel", "worker",
-                                               "address", "version", "dpdk"};
+                                               "address", "version", "dpdk",   "policer"};
     std::string o = "| metric | type | labels | meaning |\n|---|---|---|---|\n";
     for (const MetricFamily& f : metric_families(r)) {
         std::vector<std::pair<std::string, std::vector<std::string>>> labels;

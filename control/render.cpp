@@ -168,6 +168,27 @@ void json_tunnel(Json& j, const TunnelReport& t) {
         .close('}');
 }
 
+// A DSCP action of a policer's colour: the DSCP, or the word ("keep", "drop").
+std::string colour_action(int v, const char* word) { return v < 0 ? word : std::to_string(v); }
+
+void json_policer(Json& j, const PolicerReport& p) {
+    j.open('{')
+        .str("name", p.name)
+        .str("mode", p.mode)
+        .num("cir_bits_per_second", p.cir)
+        .num("pir_bits_per_second", p.pir)
+        .num("cbs_bytes", p.cbs)
+        .num(p.mode == "srtcm" ? "ebs_bytes" : "pbs_bytes", p.pbs)
+        .boolean("colour_aware", p.colour_aware)
+        .str("yellow", colour_action(p.yellow, "keep"))
+        .str("red", colour_action(p.red, "drop"))
+        .key("classes")
+        .open('[');
+    for (const std::string& c : p.classes) j.str(c);
+    j.close(']');
+    json_totals<PolicerCounter>(j, p.t).close('}');
+}
+
 void json_status(Json& j, const Report& r) {
     j.str("version", r.version)
         .str("dpdk", r.dpdk_version)
@@ -238,6 +259,8 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
         json_totals<ClassCounter>(j, r.unclassified).close('}');
         j.key("tunnels").open('[');
         for (const TunnelReport& t : r.tunnels) json_tunnel(j, t);
+        j.close(']').key("policers").open('[');
+        for (const PolicerReport& p : r.policers) json_policer(j, p);
         j.close(']').key("drops").open('{');
         for (size_t d = 1; d < kDropReasonCount; ++d)
             j.key(std::string(kDropReasonInfo[d].name).c_str()).num(r.drops[d]);
@@ -255,6 +278,10 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
     } else if (what == CtlCommand::tunnels) {
         j.key("tunnels").open('[');
         for (const TunnelReport& t : r.tunnels) json_tunnel(j, t);
+        j.close(']');
+    } else if (what == CtlCommand::policers) {
+        j.key("policers").open('[');
+        for (const PolicerReport& p : r.policers) json_policer(j, p);
         j.close(']');
     } else if (what == CtlCommand::classes) {
         j.key("classes").open('[');
@@ -326,6 +353,11 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
         o += fmt("\n%-20s", "TUNNEL") + columns<TunnelCounter>() + "\n";
         for (const TunnelReport& t : r.tunnels)
             o += fmt("%-20s", t.name.c_str()) + cells<TunnelCounter>(t.t) + "\n";
+        if (!r.policers.empty()) {
+            o += fmt("\n%-20s", "POLICER") + columns<PolicerCounter>() + "\n";
+            for (const PolicerReport& p : r.policers)
+                o += fmt("%-20s", p.name.c_str()) + cells<PolicerCounter>(p.t) + "\n";
+        }
         o += "\nDROPS\n";
         uint64_t total = 0;
         for (size_t d = 1; d < kDropReasonCount; ++d) {
@@ -369,6 +401,22 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
                                    : fmt("%.0fs ago (configured %u, back at %.0fs)", t.path_mtu_age,
                                          t.mtu, static_cast<double>(kPathMtuAgeSeconds))
                                          .c_str());
+    } else if (what == CtlCommand::policers) {
+        if (r.policers.empty()) return "no policers configured\n";
+        o += fmt("%-20s %-6s %14s %14s %10s %10s %-6s %-6s %-6s %s\n", "POLICER", "MODE", "CIR",
+                 "PIR", "CBS", "PBS/EBS", "AWARE", "YELLOW", "RED", "CLASSES");
+        for (const PolicerReport& p : r.policers) {
+            std::string cls;
+            for (const std::string& c : p.classes) cls += (cls.empty() ? "" : ",") + c;
+            o += fmt("%-20s %-6s %14" PRIu64 " %14" PRIu64 " %10" PRIu64 " %10" PRIu64
+                     " %-6s %-6s %-6s %s\n",
+                     p.name.c_str(), p.mode.c_str(), p.cir, p.pir, p.cbs, p.pbs,
+                     p.colour_aware ? "yes" : "no", colour_action(p.yellow, "keep").c_str(),
+                     colour_action(p.red, "drop").c_str(), cls.empty() ? "-" : cls.c_str());
+        }
+        o += fmt("\n%-20s", "POLICER") + columns<PolicerCounter>() + "\n";
+        for (const PolicerReport& p : r.policers)
+            o += fmt("%-20s", p.name.c_str()) + cells<PolicerCounter>(p.t) + "\n";
     } else if (what == CtlCommand::classes) {
         o += fmt("%-20s %-9s", "CLASS", "DSCP") + columns<ClassCounter>() + "\n";
         for (const ClassReport& c : r.classes)

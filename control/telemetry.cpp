@@ -98,6 +98,15 @@ void render_telemetry(const Report& r, std::string_view cmd, rte_tel_data* d) {
             Tel::totals<ClassCounter>(x, k.t);
             Tel::nest(d, k.name, x);
         }
+    } else if (cmd == "/dscpgw/policers") {
+        for (const PolicerReport& p : r.policers) {
+            rte_tel_data* x = Tel::sub();
+            Tel::str(x, "mode", p.mode);
+            Tel::u64(x, "cir", p.cir);
+            Tel::u64(x, "pir", p.pir);
+            Tel::totals<PolicerCounter>(x, p.t);
+            Tel::nest(d, p.name, x);
+        }
     } else {  // /dscpgw/config
         Tel::str(d, "path", r.config_path);
         Tel::u64(d, "generation", r.generation);
@@ -108,6 +117,7 @@ void render_telemetry(const Report& r, std::string_view cmd, rte_tel_data* d) {
         Tel::u64(d, "reloads_failed", r.reloads_failed);
         Tel::u64(d, "classes", r.classes.size());
         Tel::u64(d, "tunnels", r.tunnels.size());
+        Tel::u64(d, "policers", r.policers.size());
         Tel::str(d, "version", r.version);
     }
 }

@@ -16,6 +16,7 @@ inline constexpr TelemetryCommand kTelemetryCommands[] = {
     {"/dscpgw/stats", "dscpgw counters: totals, drops by reason, per class and port"},
     {"/dscpgw/tunnels", "dscpgw tunnels with their counters"},
     {"/dscpgw/classes", "dscpgw classes: DSCP set, packets, bytes"},
+    {"/dscpgw/policers", "dscpgw policers: rates, packets and bytes by colour"},
     {"/dscpgw/config", "dscpgw running configuration: file, generation, last reload"},
 };
 

@@ -206,7 +206,12 @@ def telemetry(prefix, cmd):
 
 def pcap_suite():
     lan_rx, wan_rx, total = workload_pcap()
-    body = example_body(lan_rx, wan_rx)
+    # RoCE data through a generous shared policer: every packet green, one more view to check.
+    body = example_body(lan_rx, wan_rx).replace(
+        'name = "roce-data"\nmatch = { udp_dst_port = 4791 }\ndscp = 26\n',
+        'name = "roce-data"\nmatch = { udp_dst_port = 4791 }\ndscp = 26\npolicer = "roce-cap"\n')
+    assert 'policer = "roce-cap"' in body, "example.toml's roce-data class moved"
+    body += '\n[[policers]]\nname = "roce-cap"\ncir = "10Gbps"\npir = "10Gbps"\nyellow = 28\n'
     gw = Gateway("pcap", body)
     try:
         wait_for(lambda: ctl_json(gw.sock, "stats")["ports"][0]["rx_packets"] == total, "the workload")
@@ -268,6 +273,24 @@ def pcap_suite():
             assert "3 RoCE conversations tracked" in text and "MOST CONGESTED" in text, text
 
         R.check("ctl_flows_top", flows)
+
+        def policers():
+            data = WORKLOAD["data_az1"] + WORKLOAD["data_metro"]
+            pj = ctl_json(gw.sock, "policers")["policers"]
+            eq([(p["name"], p["mode"], p["cir_bits_per_second"], p["classes"], p["yellow"], p["red"])
+                for p in pj], [("roce-cap", "trtcm", 10 ** 10, ["roce-data"], "28", "drop")], "policers")
+            eq((pj[0]["green_packets"], pj[0]["yellow_packets"], pj[0]["red_packets"]), (data, 0, 0),
+               "every RoCE data packet green")
+            text = ctl(gw.sock, "policers").stdout
+            assert re.search(r"^roce-cap\s+trtcm\s+10000000000\s+10000000000\s+12500000\s+12500000\s+no"
+                             r"\s+28\s+drop\s+roce-data$", text, re.M), text
+            assert re.search(rf"^roce-cap\s+{data}\s+0\s+0\s+\d+$", text, re.M), text
+            eq(ctl_json(gw.sock, "stats")["policers"][0]["green_packets"], data, "in stats too")
+            eq(metric(gw.metrics(), "dscpgw_policer_packets_total", policer="roce-cap", colour="green"),
+               float(data), "Prometheus")
+            eq(telemetry("dscpgw-pcap", "/dscpgw/policers")["roce_cap"]["green_packets"], data, "telemetry")
+
+        R.check("ctl_policers_shows_colours", policers)
 
         def errors():
             p = ctl(gw.sock, "bogus", check=False)
