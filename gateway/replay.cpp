@@ -289,6 +289,12 @@ int cmd_replay(const ReplayOptions& o) {
         std::vector<const WorkerStats*> ws;
         for (const auto& st : stats) ws.push_back(st.get());
         print_counters(stdout, *snap, ws);
+        if (nw > 1) {
+            std::printf("workers:\n");
+            for (unsigned w = 0; w < nw; ++w)
+                std::printf("  %-16u rx %" PRIu64 " pkts\n", w,
+                            stats[w]->port[PortCounter::rx_packets][rx_port].get());
+        }
         rte_mempool_free(pool);
     }
     rte_eal_cleanup();
