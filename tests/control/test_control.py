@@ -398,7 +398,7 @@ def pcap_suite():
                 assert f"| `{reason}` |" in doc, f"drop reason {reason} is not in docs/metrics.md"
             with open(os.path.join(ROOT, "docs", "control.md")) as f:
                 ctl_doc = f.read()
-            for cmd in ("status", "stats", "tunnels", "classes", "neighbors", "flows --top", "reload"):
+            for cmd in ("status", "stats", "tunnels", "classes", "policers", "neighbors", "flows --top", "reload"):
                 assert f"$ dscpgw ctl {cmd}" in ctl_doc, f"docs/control.md has no example of ctl {cmd}"
 
         R.check("every_metric_and_command_documented", documented)

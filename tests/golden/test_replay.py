@@ -1258,6 +1258,12 @@ def check_refuses_qos_mistakes_with_key_and_position():
     assert re.search(r"qos-edit\d+\.toml:\d+:\d+: warning: policers\[0\]: policer \"cap\" is used by no class",
                      p.stderr), p.stderr
     eq(run(["check", "--config", QOS]).returncode, 0, "qos.toml itself is valid")
+    # The QoS plan docs/qos.md shows is the shipped file, and it is valid.
+    plan = os.path.join(ROOT, "config", "qos-plan.toml")
+    p = run(["check", "--config", plan])
+    eq((p.returncode, p.stderr), (0, ""), "config/qos-plan.toml is valid, without warnings")
+    with open(plan) as f, open(os.path.join(ROOT, "docs", "qos.md")) as g:
+        assert f.read() in g.read(), "docs/qos.md shows config/qos-plan.toml as it is"
 
 
 # ---------------------------------------------------------------------------------------------
