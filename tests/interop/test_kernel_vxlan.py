@@ -99,7 +99,7 @@ def main():
     results = Results("interop")
     names = ["idc_to_cloud_marked_and_inherited", "cloud_to_idc_rfc6040", "kernel_pings_vtep",
              "pmtu_icmp_reaches_sender", "geneve_on_the_wire_per_tshark", "underlay_arp_cannot_redirect_tunnel",
-             "gateway_stops_cleanly",
+             "gateway_stops_cleanly", "policer_cuts_a_live_stream_to_pir",
              "routed_lan_gateway_as_next_hop", "tap_offloads_outer_ipv6_udp_checksum"]
     try:
         preconditions(N)
@@ -273,6 +273,91 @@ def main():
             print(log[log.find("ports:"):].rstrip())
 
         check("gateway_stops_cleanly", stops)
+
+        def policer_live():
+            # A 40 Mbit/s UDP/4791 stream from the idc host's own stack through a policer of cir 10
+            # and pir 20 Mbit/s: the cloud host receives the peak rate, green as AF31 (26) and
+            # yellow as configured (28); the rest is red and dropped. Buckets of 25/50 kB absorb
+            # the sender's scheduling pauses on a shared machine (0.7 % of the rate over 4 s).
+            text = CONFIG.format(lcores="0,1" if (os.cpu_count() or 1) >= 2 else "0", gi=GI, gc=GC, vc_mac=vc_mac)
+            text = text.replace('match = {{ udp_dst_port = 4791 }}\ndscp = 26'.format(),
+                                'match = { udp_dst_port = 4791 }\ndscp = 26\npolicer = "cap"')
+            assert 'policer = "cap"' in text, text
+            text += ('\n[[policers]]\nname = "cap"\ncir = "10Mbps"\npir = "20Mbps"\ncbs = "25kB"\n'
+                     'pbs = "50kB"\nyellow = 28\n' + f'\n[control]\nsocket = "{TMP}/pol.sock"\n')
+            pcfg = os.path.join(TMP, "policer.toml")
+            with open(pcfg, "w") as f:
+                f.write(text)
+            recv = ("import socket, time, json\n"
+                    "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                    "s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)\n"
+                    "s.bind(('0.0.0.0', 4791))\n"
+                    "s.settimeout(8)\n"
+                    "got = []\n"
+                    "while True:\n"
+                    "    try:\n"
+                    "        d, anc, _, _ = s.recvmsg(2048, 64)\n"
+                    "    except socket.timeout:\n"
+                    "        break\n"
+                    "    tos = [c[2][0] for c in anc if c[1] == socket.IP_TOS]\n"
+                    "    got.append((time.monotonic(), len(d) + 28, tos[0] if tos else -1))\n"
+                    "    s.settimeout(1.5)\n"
+                    "print(json.dumps(got))\n")
+            send = ("import socket, time\n"
+                    "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                    "bth = bytes([4, 0, 255, 255, 0, 0, 0, 0x12, 0, 0, 0, 1])\n"
+                    "payload = bth + bytes(1000 - len(bth))\n"
+                    "gap = 1028 * 8 / 40e6\n"
+                    "t0 = time.perf_counter()\n"
+                    "n = int(4.0 / gap)\n"
+                    "for i in range(n):\n"
+                    "    while time.perf_counter() < t0 + i * gap:\n"
+                    "        pass\n"
+                    "    s.sendto(payload, ('10.20.0.9', 4791))\n"
+                    "print(n, time.perf_counter() - t0)\n")
+            for name, code in (("recv.py", recv), ("send.py", send)):
+                with open(os.path.join(TMP, name), "w") as f:
+                    f.write(code)
+            plog = open(os.path.join(TMP, "dscpgw-policer.log"), "w+")
+            g3 = subprocess.Popen([DSCPGW, "run", "--config", pcfg], stdout=plog, stderr=subprocess.STDOUT)
+            try:
+                time.sleep(3)
+                ns(NS_CLOUD, "ping -c 1 -W 2 198.18.0.1", check=False)
+                rx = subprocess.Popen(["ip", "netns", "exec", NS_CLOUD, PY, os.path.join(TMP, "recv.py")],
+                                      stdout=subprocess.PIPE, text=True)
+                time.sleep(0.5)
+                sent, took = ns(NS_IDC, f"{PY} {os.path.join(TMP, 'send.py')}").split()
+                import json
+                got = json.loads(rx.communicate(timeout=30)[0])
+                pj = json.loads(subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/pol.sock", "policers", "--json"],
+                                               capture_output=True, text=True, check=True).stdout)["policers"][0]
+            except Exception as e:
+                g3.send_signal(signal.SIGTERM)
+                g3.wait(timeout=20)
+                plog.seek(0)
+                raise AssertionError(f"{e}\n--- dscpgw:\n{plog.read()[-2500:]}") from None
+            g3.send_signal(signal.SIGTERM)
+            g3.wait(timeout=20)
+            eq(g3.returncode, 0, "exit code")
+            offered = int(sent) * 1028 * 8 / float(took)
+            assert len(got) > 100, f"only {len(got)} packets reached the cloud host"
+            span = got[-1][0] - got[0][0]
+            rate = sum(b for _, b, _ in got) * 8 / span
+            dscps = {}
+            for _, _, tos in got:
+                dscps[tos >> 2] = dscps.get(tos >> 2, 0) + 1
+            print(f"   offered {offered / 1e6:.1f} Mbit/s ({sent} packets in {float(took):.2f} s); "
+                  f"the cloud host received {len(got)} packets, {rate / 1e6:.2f} Mbit/s over {span:.2f} s; "
+                  f"DSCPs {dscps}; gateway: green {pj['green_packets']} yellow {pj['yellow_packets']} "
+                  f"red {pj['red_packets']}")
+            assert offered > 36e6, f"the sender managed only {offered / 1e6:.1f} Mbit/s"
+            assert abs(rate - 20e6) <= 0.05 * 20e6, f"green + yellow at {rate / 1e6:.2f} Mbit/s, pir 20"
+            eq(set(dscps), {26, 28}, "green AF31, yellow 28")
+            assert 0.35 <= dscps[28] / len(got) <= 0.65, f"about half the carried packets yellow: {dscps}"
+            eq(pj["green_packets"] + pj["yellow_packets"], len(got), "what the gateway passed arrived")
+            assert pj["red_packets"] > 0.35 * int(sent), f"about half the stream red: {pj}"
+
+        check("policer_cuts_a_live_stream_to_pir", policer_live)
 
         def routed():
             # Routed LAN mode: the idc host routes the cloud prefix via the gateway's LAN address;
