@@ -128,6 +128,7 @@ SnapshotBuild compile_snapshot(const Config& cfg,
     for (size_t i = 0; i < s->ports.size(); ++i) {
         PortConf& p = s->ports[i];
         if (!p.has_mac) p.mac = port_macs.at(i);
+        p.plain_mtu = p.vlan != 0 ? 0 : p.mtu;
         const PortConf* a4 = p.has_ipv4 ? &p : v4src;
         const PortConf* a6 = p.has_ipv6 ? &p : v6src;
         if ((p.has_icmp_src4 = a4 != nullptr)) p.icmp_src4 = a4->ipv4;

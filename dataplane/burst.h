@@ -50,10 +50,7 @@ struct BurstState {
     FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
     FlowRun flow_run;            // This burst's current conversation, not yet in `flows`.
     uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
-    FlowRates* rates = nullptr;  // The worker's `adaptive` flow rates.
-    // Replay: each packet's time (TSC units, from the capture), for the policers and the rates;
-    // none: now_tsc for every packet.
-    const uint64_t* pkt_time = nullptr;
+    FlowRates* rates = nullptr;  // The worker's `adaptive` flow rates (policers run on now_tsc).
 };
 
 // The headers of a frame: the first cache line, and on an outer port the second, where a
@@ -119,6 +116,21 @@ class RunCounter {
     uint64_t n_ = 0, b_ = 0;
 };
 
+// The QoS stage's notes of an inner packet: colour, adaptive rule, DSCP from PCP. Out of line and
+// given the counter blocks, not the BurstCounters: an object whose address escaped could no longer
+// keep its running sums in registers.
+__attribute__((noinline)) inline void count_qos(ConfigCounters& cc, WorkerStats& st,
+                                                const PacketNotes& n) {
+    if (n.colour() >= 0) {
+        const auto c = static_cast<size_t>(n.colour());
+        cc.policer[PolicerCounter::green_packets + c][n.policer].inc();
+        cc.policer[PolicerCounter::green_bytes + c][n.policer].add(n.ip_len);
+    }
+    if (n.adaptive_rule() >= 0)
+        cc.cls[ClassCounter::adaptive_hits][static_cast<size_t>(n.class_id)].inc();
+    if (n.pcp_mapped) st.dataplane[DataplaneCounter::pcp_to_dscp][0].inc();
+}
+
 // The counters one burst writes, in locals until flush().
 class BurstCounters {
   public:
@@ -136,14 +148,7 @@ class BurstCounters {
     void processed(const PacketNotes& n, uint32_t in_len) {
         if (!kOuter && n.dscp_in >= 0) {
             classes_.add(n.class_id >= 0 ? static_cast<size_t>(n.class_id) : kNoClass, in_len);
-            if (unlikely(n.colour >= 0)) {
-                const auto c = static_cast<size_t>(n.colour);
-                cc_.policer[PolicerCounter::green_packets + c][n.policer].inc();
-                cc_.policer[PolicerCounter::green_bytes + c][n.policer].add(n.ip_len);
-            }
-            if (unlikely(n.adaptive_rule >= 0))
-                cc_.cls[ClassCounter::adaptive_hits][static_cast<size_t>(n.class_id)].inc();
-            if (unlikely(n.pcp_mapped)) st_.dataplane[DataplaneCounter::pcp_to_dscp][0].inc();
+            if (unlikely(n.qos_noted)) count_qos(cc_, st_, n);
         }
         rewrites_ += n.dscp_rewritten;
     }
@@ -154,7 +159,7 @@ class BurstCounters {
         const auto t = static_cast<size_t>(n.tunnel_id);
         if (kOuter) {
             decaps_.add(t, out_len);
-            if (n.pcp_set) st_.dataplane[DataplaneCounter::pcp_rewrites][0].inc();
+            if (unlikely(n.qos_noted)) st_.dataplane[DataplaneCounter::pcp_rewrites][0].inc();
             if (n.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].inc();
             if (n.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].inc();
         } else {
@@ -218,7 +223,6 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
     uint64_t rx_bytes = 0;
     BurstCounters count(st, s.bank);
     DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
-    QosClock clock{bs.now_tsc, bs.rates};
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], kOuter);
@@ -232,9 +236,8 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         if (unlikely(m->nb_segs != 1)) {
             v.drop = DropReason::multi_segment;
         } else {
-            if (!kOuter && bs.pkt_time != nullptr) clock.now = bs.pkt_time[i];
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
-                    kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}, &clock};
+                    kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
             // The common case in few steps (the shortcut takes it or leaves it untouched).
             if constexpr (kOuter)
                 plain = decap_plain(s, rx_port, f, o, &decap_cache);
@@ -244,7 +247,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
                 if constexpr (kOuter)
                     v = process_outer_general(s, rx_port, f, notes, &decap_cache);
                 else
-                    v = process_inner_general(s, rx_port, f, notes);
+                    v = process_inner_general(s, rx_port, f, notes, QosClock{bs.now_tsc, bs.rates});
             }
             if (likely(plain) || v.drop == DropReason::none) {  // Also true for local replies.
                 frame_to_mbuf(f, m);

@@ -2,6 +2,7 @@
 // decline; once the tunnel is known and the inner frame parsed they share decap_tail().
 #include "dataplane/decap.h"
 
+#include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 #include <rte_hash.h>
 #include <rte_ip.h>
@@ -226,8 +227,9 @@ DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
         inner_len += static_cast<uint32_t>(kVlanLen);
         store16(inner + 12, kEtherTypeVlan);
         store16(inner + 14, static_cast<uint16_t>(pcp << 13 | lan.vlan));
-        n.pcp_out = static_cast<int8_t>(pcp);
+        n.pcp_out1 = static_cast<uint8_t>(pcp + 1);
         n.pcp_set = lan.has_dscp_to_pcp && n.dscp_out >= 0;
+        n.qos_noted = n.pcp_set;
     }
     f.data = inner;
     f.headroom += inner_off;

@@ -161,22 +161,23 @@ uint64_t qos_flow_tag(const ParsedPacket& pp, const uint8_t* frame) {
 // leave through a tunnel: the adaptive rule's DSCP over the class's, then the policer's colour
 // (yellow's and red's DSCP, or red's drop). Rewrites the inner TOS; returns it, or -1: drop.
 __attribute__((noinline)) int qos_stage(const Snapshot& s, const ParsedPacket& pp, int cls,
-                                        const Frame& f, PacketNotes& n, uint8_t tos) {
+                                        const Frame& f, PacketNotes& n, uint8_t tos,
+                                        const QosClock& clk) {
     const ClassMatch& m = s.class_match[static_cast<size_t>(cls)];
-    const QosClock* clk = f.qos;
-    const uint64_t now = clk != nullptr ? clk->now : rte_rdtsc();
+    const uint64_t now = clk.now != QosClock::kReadTsc ? clk.now : rte_rdtsc();
     unsigned dscp = tos >> 2;
     if ((m.qos & ClassMatch::kQosAdaptive) != 0) {
         const ClassRule& r = s.classes[static_cast<size_t>(cls)];
         uint64_t pps = 0, bps = 0;
-        const bool rated = clk != nullptr && clk->rates != nullptr;
-        if (rated) clk->rates->update(qos_flow_tag(pp, f.data), now, pp.ip_len, pps, bps);
+        const bool rated = clk.rates != nullptr;
+        if (rated) clk.rates->update(qos_flow_tag(pp, f.data), now, pp.ip_len, pps, bps);
         for (size_t i = 0; i < r.adaptive.size(); ++i) {
             const AdaptiveRule& a = r.adaptive[i];
             if (pp.ip_len >= a.min_bytes && (a.min_pps == 0 || (rated && pps >= a.min_pps)) &&
                 (a.min_bps == 0 || (rated && bps >= a.min_bps))) {
                 dscp = a.dscp;
-                n.adaptive_rule = static_cast<int8_t>(i);
+                n.adaptive1 = static_cast<uint8_t>(i + 1);
+                n.qos_noted = true;
                 break;
             }
         }
@@ -191,7 +192,8 @@ __attribute__((noinline)) int qos_stage(const Snapshot& s, const ParsedPacket& p
                 in = kYellow;
         }
         const Colour c = police(s.meters[m.policer], now, pp.ip_len, in, pc.colour_aware);
-        n.colour = static_cast<int8_t>(c);
+        n.colour1 = static_cast<uint8_t>(c + 1);
+        n.qos_noted = true;
         n.policer = m.policer;
         if (c == kYellow && pc.yellow >= 0) dscp = static_cast<unsigned>(pc.yellow);
         if (c == kRed) {
@@ -324,7 +326,7 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     ParsedPacket pp;
     if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
     const PortConf& port = s.ports[rx_port];
-    if (pp.ip_len > port.mtu || port.vlan != 0) return false;
+    if (pp.ip_len > port.plain_mtu) return false;  // Too big, or a tagged LAN.
     if constexpr (kV6) {
         if (port.has_ipv6 && std::memcmp(pp.dst, port.ipv6.data(), 16) == 0) return false;
     } else {
@@ -356,16 +358,18 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o) {
     return encap_plain_family<false>(s, rx_port, f, o);
 }
 
-Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes) {
+Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
+                      const QosClock* qos) {
     Outcome o;
     if (encap_plain(s, rx_port, f, o)) {
         notes = o;
         return o;
     }
-    return process_inner_general(s, rx_port, f, notes);
+    return process_inner_general(s, rx_port, f, notes, qos != nullptr ? *qos : QosClock{});
 }
 
-Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& n) {
+Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& n,
+                              const QosClock& qos) {
     Verdict v;
     n = PacketNotes{};
     ParsedPacket pp;
@@ -375,7 +379,7 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
         v.drop = DropReason::wrong_vlan;
         return v;
     }
-    if (pp.vlan_tags != 0) n.pcp_in = static_cast<int8_t>(pp.pcp());
+    if (pp.vlan_tags != 0) n.pcp_in1 = static_cast<uint8_t>(pp.pcp() + 1);
     if (larger_than_port(port, pp, f)) {
         v.drop = DropReason::too_big;
         return v;
@@ -396,6 +400,7 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
         n.dscp_rewritten = tos != pp.tos;
         n.dscp_out = static_cast<int16_t>(tos >> 2);
         n.pcp_mapped = true;
+        n.qos_noted = true;
     }
     uint32_t tunnel_idx = 0;
     const int rc = pp.ip_ver == 4 ? rte_lpm_lookup(s.lpm4, load32(pp.dst), &tunnel_idx)
@@ -420,7 +425,7 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
     n.ip_len = pp.ip_len;
     if (cls >= 0 && s.class_match[static_cast<size_t>(cls)].qos != 0) {
         // Metered only once the packet is known to leave: what no tunnel takes uses no tokens.
-        const int q = qos_stage(s, pp, cls, f, n, tos);
+        const int q = qos_stage(s, pp, cls, f, n, tos, qos);
         if (q < 0) {
             v.drop = DropReason::policed;
             return v;

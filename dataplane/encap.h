@@ -7,7 +7,8 @@ namespace dscpgw {
 
 // The general path: every frame an inner port can receive (tags, options, extension headers,
 // traffic for the gateway itself, drops with their reasons).
-Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes);
+Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
+                              const QosClock& qos);
 // The shortcut: process_inner_general() for the frame the gateway exists for (untagged IPv4
 // without options or IPv6 without extension headers, UDP, a route, a tunnel that takes it).
 // Everything is checked before anything is written, so a frame it declines (false) reaches the

@@ -24,9 +24,6 @@ struct Frame {
     uint32_t len;
     uint32_t headroom;
     uint8_t rx_cksum = 0;  // RxCksum bits.
-    // Policers' and rate estimators' time and the worker's estimator (qos.h); none: the TSC now,
-    // and `adaptive` rules see no rates.
-    const QosClock* qos = nullptr;
 };
 
 // What the packet path decided: where the frame goes, or why it goes nowhere.
@@ -50,19 +47,28 @@ struct PacketNotes {
     bool outer_remarked = false;  // The outer DSCP was not what the far end sets.
     bool ce_marked = false;       // RFC 6040 turned an ECT inner packet CE.
     bool outer_mapped = false;    // Encap: the tunnel's outer_dscp map had an entry for it.
-    bool pcp_mapped = false;      // Encap: the DSCP came from the port's pcp_to_dscp.
-    int8_t colour = -1;           // Encap: the class policer's Colour.
-    int8_t adaptive_rule = -1;    // Encap: the class's adaptive rule that set the DSCP.
-    int8_t pcp_in = -1;           // Encap: the tagged frame's PCP.
-    int8_t pcp_out = -1;          // Decap: the PCP of the tag the frame left with.
-    bool pcp_set = false;         // Decap: pcp_out came from the port's dscp_to_pcp.
-    uint8_t policer = 0;          // Encap, with colour: the class's policer.
-    uint32_t ip_len = 0;          // Encap: the IP length (what policers meter).
+    // The QoS stage's notes, each 0 for none (so that, with the other zeros, they start in few
+    // stores per packet) and otherwise the value plus one: read them through colour() & co.
+    uint8_t colour1 = 0;      // Encap: the class policer's Colour.
+    uint8_t adaptive1 = 0;    // Encap: the class's adaptive rule that set the DSCP.
+    uint8_t pcp_in1 = 0;      // Encap: the tagged frame's PCP.
+    uint8_t pcp_out1 = 0;     // Decap: the PCP of the tag the frame left with.
+    uint8_t policer = 0;      // Encap, with a colour: the class's policer.
+    bool pcp_mapped = false;  // Encap: the DSCP came from the port's pcp_to_dscp.
+    bool pcp_set = false;     // Decap: the PCP came from the port's dscp_to_pcp.
+    // Any of a colour, an adaptive rule, pcp_mapped, pcp_set: the counters look further only then.
+    bool qos_noted = false;
+    uint32_t ip_len = 0;  // Encap, general path: the IP length (what policers meter).
     // A RoCEv2 packet (UDP 4791 with a BTH) carried through a tunnel: its inner IP header and BTH
     // in the frame as sent (neither moves during encapsulation, VLAN removal or decapsulation),
     // so that the worker can count CNPs and conversations without parsing the packet again.
     const uint8_t* roce_l3 = nullptr;
     const uint8_t* roce_bth = nullptr;
+
+    int colour() const { return colour1 - 1; }  // -1: none.
+    int adaptive_rule() const { return adaptive1 - 1; }
+    int pcp_in() const { return pcp_in1 - 1; }
+    int pcp_out() const { return pcp_out1 - 1; }
 };
 
 // Both, as one value: what tests, the fuzz target and the benchmark look at.
@@ -104,15 +110,18 @@ struct DecapCache {
 
 // Inner -> outer (dataplane/encap.h) and outer -> inner (dataplane/decap.h), each a shortcut for
 // the common frame in front of a general path; both fill `notes` afresh.
-Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes);
+// `qos`: the QoS stage's time and the worker's flow rates (qos.h); none: the TSC now, and
+// `adaptive` rules see no rates.
+Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
+                      const QosClock* qos = nullptr);
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
                       DecapCache* cache = nullptr);
 
 inline Outcome process_packet(const Snapshot& s, uint16_t rx_port, Frame& f,
-                              DecapCache* cache = nullptr) {
+                              DecapCache* cache = nullptr, const QosClock* qos = nullptr) {
     Outcome o;
     static_cast<Verdict&>(o) = s.ports[rx_port].role == PortRole::inner
-                                   ? process_inner(s, rx_port, f, o)
+                                   ? process_inner(s, rx_port, f, o, qos)
                                    : process_outer(s, rx_port, f, o, cache);
     return o;
 }

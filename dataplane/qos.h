@@ -53,9 +53,10 @@ class FlowRates {
     uint64_t per_second_ = 0;
 };
 
-// The QoS stage's time and per-worker state, handed to the packet path in Frame::qos.
+// The QoS stage's time and per-worker state, handed to the packet path's general half.
 struct QosClock {
-    uint64_t now = 0;            // TSC units: the policers' and the estimator's time.
+    static constexpr uint64_t kReadTsc = UINT64_MAX;
+    uint64_t now = kReadTsc;     // TSC units: the policers' and the estimator's time.
     FlowRates* rates = nullptr;  // The worker's; none: `adaptive` rules see no flow rate.
 };
 

@@ -137,6 +137,9 @@ struct PortConf {
     // with it, their PCP from `dscp_to_pcp` (0 without); `pcp_to_dscp`: the DSCP of tagged frames
     // no class matched, from their PCP.
     uint16_t vlan = 0;
+    // The shortcut's MTU: `mtu`, or 0 on a tagged port so that its one size compare also sends
+    // every frame of a tagged LAN to the general path (set by compile_snapshot).
+    uint32_t plain_mtu = 0;
     bool has_dscp_to_pcp = false, has_pcp_to_dscp = false;
     std::array<uint8_t, 64> dscp_to_pcp{};
     std::array<uint8_t, 8> pcp_to_dscp{};

@@ -34,10 +34,11 @@ std::array<uint8_t, 6> replay_mac(size_t port) {
 std::string qos_trace(const PacketNotes& n) {
     static constexpr const char* kColours[] = {"green", "yellow", "red"};
     std::string q;
-    if (n.colour >= 0) q += std::string(" colour=") + kColours[n.colour & 3];
-    if (n.adaptive_rule >= 0) q += " adaptive=" + std::to_string(n.adaptive_rule);
-    if (n.pcp_in >= 0) q += " pcp=" + std::to_string(n.pcp_in) + (n.pcp_mapped ? "(mapped)" : "");
-    if (n.pcp_out >= 0) q += " pcp=" + std::to_string(n.pcp_out);
+    if (n.colour() >= 0) q += std::string(" colour=") + kColours[n.colour() & 3];
+    if (n.adaptive_rule() >= 0) q += " adaptive=" + std::to_string(n.adaptive_rule());
+    if (n.pcp_in() >= 0)
+        q += " pcp=" + std::to_string(n.pcp_in()) + (n.pcp_mapped ? "(mapped)" : "");
+    if (n.pcp_out() >= 0) q += " pcp=" + std::to_string(n.pcp_out());
     return q;
 }
 
@@ -244,16 +245,13 @@ int cmd_replay(const ReplayOptions& o) {
             // The observer runs for every packet, in order, before the sink may take it; its
             // running position tells the sink which input frame it got.
             uint16_t seen = 0;
-            // Runs of consecutive frames for one worker, each a burst of that worker's.
-            for (uint16_t start = 0; start < n;) {
-                const unsigned w = replay_worker(burst[start], nw);
-                uint16_t end = static_cast<uint16_t>(start + 1);
-                while (end < n && replay_worker(burst[end], nw) == w) ++end;
-                bs[w].pkt_time = times + start;
-                bs[w].now_tsc = times[start];
+            // Each frame a burst of its own, of the worker RSS gives it, at its capture time
+            // (workers take the time once per burst: here every packet has its own).
+            for (uint16_t k = 0; k < n; ++k) {
+                const unsigned w = replay_worker(burst[k], nw);
+                bs[w].now_tsc = times[k];
                 process_burst(
-                    *snap, static_cast<uint16_t>(rx_port), burst + start,
-                    static_cast<uint16_t>(end - start), *stats[w], bs[w],
+                    *snap, static_cast<uint16_t>(rx_port), burst + k, 1, *stats[w], bs[w],
                     [&](uint16_t port, rte_mbuf* m) {
                         tx.push_back({port, m, hdrs[seen - 1].ts, w});
                     },
@@ -261,7 +259,6 @@ int cmd_replay(const ReplayOptions& o) {
                         ++seen;
                         if (o.trace) print_trace(idxs[seen - 1], *snap, v, notes);
                     });
-                start = end;
             }
             // Replay is its own control thread: it creates the neighbor entries workers asked for
             // (it sends no probes).

@@ -2,11 +2,13 @@
 // Each iteration restores the first 128 bytes of the frame (all the path writes) and processes it;
 // BM_Restore measures that restore alone so it can be subtracted.
 #include <benchmark/benchmark.h>
+#include <rte_cycles.h>
 
 #include <cstdio>
 #include <cstring>
 
 #include "dataplane/pipeline.h"
+#include "dataplane/qos.h"
 #include "gateway/eal.h"
 #include "tests/common/dataplane_fixture.h"
 #include "tests/unit/builder.h"
@@ -18,20 +20,49 @@ using test::Bytes;
 using test::PacketBuilder;
 
 const Snapshot* g_snap = nullptr;
+const Snapshot* g_qos = nullptr;  // The wide config with a policed and an adaptive class first.
+
+// Three classes of one shape (UDP 4791 and a received DSCP), to compare like with like: one
+// plain, one with a policer (rates no packet exceeds: always green), one with adaptive rules.
+constexpr const char* kQosClasses = R"(
+[[policers]]
+name = "cap"
+cir = "1Tbps"
+pir = "1Tbps"
+[[classes]]
+name = "same-shape"
+match = { udp_dst_port = 4791, dscp = 14 }
+dscp = 26
+[[classes]]
+name = "policed"
+match = { udp_dst_port = 4791, dscp = 10 }
+dscp = 26
+policer = "cap"
+[[classes]]
+name = "adaptive"
+match = { udp_dst_port = 4791, dscp = 12 }
+dscp = 26
+adaptive = [{ min_bytes = 1000, min_pps = 1000000, dscp = 34 }]
+)";
 
 // A RoCEv2 frame of `frame_len` bytes (74, 1082 or 4154: the 64-byte, 1 KB and 4 KB classes).
-Bytes roce_frame(const char* dst, size_t frame_len) {
+Bytes roce_frame(const char* dst, size_t frame_len, uint8_t tos = 0x02) {
     const size_t hdr = 14 + 20 + 8 + 12;
     return PacketBuilder()
         .eth()
-        .ipv4("10.10.0.5", dst, 0x02)
+        .ipv4("10.10.0.5", dst, tos)
         .udp(49152, 4791)
         .bth(0x0a)
         .payload(frame_len - hdr)
         .build();
 }
 
-void run(benchmark::State& state, uint16_t port, const Bytes& pkt) {
+void run(benchmark::State& state, uint16_t port, const Bytes& pkt, const Snapshot* snap = nullptr,
+         bool clock = false) {
+    if (snap == nullptr) snap = g_snap;
+    // The QoS stage's clock and a worker's flow rates, as the burst glue hands them over.
+    FlowRates rates(kAdaptiveFlows, rte_get_tsc_hz());
+    QosClock clk{rte_rdtsc(), &rates};
     constexpr uint32_t kHeadroom = 128;
     constexpr size_t kRestore = 128;
     Bytes src = pkt;
@@ -42,7 +73,8 @@ void run(benchmark::State& state, uint16_t port, const Bytes& pkt) {
     for (auto _ : state) {
         std::memcpy(buf.data() + kHeadroom, src.data(), kRestore);
         Frame f{buf.data() + kHeadroom, static_cast<uint32_t>(pkt.size()), kHeadroom};
-        const Verdict v = process_packet(*g_snap, port, f);
+        clk.now += 100;  // 100 cycles per packet: one flow at tens of Mpps.
+        const Verdict v = process_packet(*snap, port, f, nullptr, clock ? &clk : nullptr);
         benchmark::DoNotOptimize(v);
         benchmark::DoNotOptimize(f.data);
         if (v.drop != DropReason::none) {
@@ -99,7 +131,26 @@ void BM_DecapVxlan6(benchmark::State& state) {
     run(state, 1, outer_of(roce_frame("10.10.0.9", static_cast<size_t>(state.range(0))), true));
 }
 
+// The same frame into a class of the same shape without QoS, with a policer, with adaptive rules.
+void BM_MarkEncapClassPlain(benchmark::State& state) {
+    run(state, 0, roce_frame("10.20.0.9", static_cast<size_t>(state.range(0)), 14 << 2), g_qos,
+        true);
+}
+
+void BM_MarkEncapClassPolicer(benchmark::State& state) {
+    run(state, 0, roce_frame("10.20.0.9", static_cast<size_t>(state.range(0)), 10 << 2), g_qos,
+        true);
+}
+
+void BM_MarkEncapClassAdaptive(benchmark::State& state) {
+    run(state, 0, roce_frame("10.20.0.9", static_cast<size_t>(state.range(0)), 12 << 2), g_qos,
+        true);
+}
+
 BENCHMARK(BM_Restore);
+BENCHMARK(BM_MarkEncapClassPlain)->Arg(74)->Arg(1082);
+BENCHMARK(BM_MarkEncapClassPolicer)->Arg(74)->Arg(1082);
+BENCHMARK(BM_MarkEncapClassAdaptive)->Arg(74)->Arg(1082);
 BENCHMARK(BM_MarkEncapGeneve4)->Arg(74)->Arg(1082)->Arg(4154);
 BENCHMARK(BM_MarkEncapVxlan6)->Arg(74)->Arg(1082)->Arg(4154);
 BENCHMARK(BM_DecapGeneve4)->Arg(74)->Arg(1082)->Arg(4154);
@@ -117,6 +168,8 @@ int main(int argc, char** argv) {
     }
     auto snap = dscpgw::test::wide_snapshot();
     dscpgw::g_snap = snap.get();
+    auto qos = dscpgw::test::wide_snapshot(false, dscpgw::kQosClasses);
+    dscpgw::g_qos = qos.get();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

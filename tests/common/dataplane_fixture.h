@@ -65,10 +65,12 @@ dscp = 8
 
 // Needs an initialised EAL (the route and decap tables live in DPDK memory). `routed`: the lan port
 // has addresses (routed LAN mode) instead of being transparent.
-inline std::unique_ptr<Snapshot> wide_snapshot(bool routed = false) {
+// `first`: TOML put before the config's classes (policers, classes that match first).
+inline std::unique_ptr<Snapshot> wide_snapshot(bool routed = false, const char* first = "") {
     std::string text = kWideConfig;
     text.replace(text.find("@LAN_ADDRESSES@"), 15,
                  routed ? "ipv4 = \"10.0.0.1/8\"\nipv6 = \"fd00::1/64\"" : "");
+    text.insert(text.find("[[classes]]"), first);
     static NeighborTable neighbors;
     const Config cfg = parse_config(text, "wide.toml");
     return build_snapshot(cfg, {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}}, neighbors);

@@ -18,6 +18,7 @@
 #include "dataplane/encap.h"
 #include "dataplane/local.h"
 #include "dataplane/pipeline.h"
+#include "dataplane/qos.h"
 #include "gateway/eal.h"
 #include "tests/common/dataplane_fixture.h"
 
@@ -96,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         vc = dscpgw::Outcome{};
         static_cast<dscpgw::Verdict&>(vc) =
             g_snap->ports[port].role == dscpgw::PortRole::inner
-                ? dscpgw::process_inner_general(*g_snap, port, fc, vc)
+                ? dscpgw::process_inner_general(*g_snap, port, fc, vc, dscpgw::QosClock{})
                 : dscpgw::process_outer_general(*g_snap, port, fc, vc);
         if (!same_verdict(v, vc) || f.len != fc.len || f.headroom != fc.headroom ||
             std::memcmp(buf.get(), cached.get(), headroom + len) != 0)

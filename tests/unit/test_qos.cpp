@@ -2,10 +2,13 @@
 // marking, the per-flow rate estimator, and the tagged LAN in both directions.
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
+#include <rte_mbuf.h>
 
+#include <memory>
 #include <string>
 
 #include "config/config.h"
+#include "dataplane/burst.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/qos.h"
@@ -213,9 +216,8 @@ class Qos : public ::testing::Test {
     static Outcome send(const Bytes& in, uint64_t now, FlowRates* rates = nullptr,
                         Bytes* out = nullptr) {
         test::TestFrame t(in);
-        QosClock clk{now, rates};
-        t.frame.qos = &clk;
-        Outcome o = process_packet(*snap_, 0, t.frame);
+        const QosClock clk{now, rates};
+        Outcome o = process_packet(*snap_, 0, t.frame, nullptr, &clk);
         if (out != nullptr && o.drop == DropReason::none) *out = t.bytes();
         return o;
     }
@@ -253,7 +255,7 @@ TEST_F(Qos, TrtcmColoursSharedByTwoClassesOnTheGivenClock) {
     for (int i = 0; i < 5; ++i) {
         Bytes out;
         const Outcome o = send(i % 2 ? cnp : data, t0, nullptr, &out);
-        colours.push_back(o.colour);
+        colours.push_back(o.colour());
         dscps.push_back(o.drop == DropReason::none ? static_cast<uint8_t>(inner_tos(out) >> 2)
                                                    : uint8_t{255});
         if (i == 4) {
@@ -266,22 +268,22 @@ TEST_F(Qos, TrtcmColoursSharedByTwoClassesOnTheGivenClock) {
     EXPECT_EQ(colours, (std::vector<int>{kGreen, kGreen, kYellow, kYellow, kRed}));
     EXPECT_EQ(dscps, (std::vector<uint8_t>{26, 48, 28, 28, 255})) << "class DSCP, then yellow's";
     // 1 ms at 1 MB/s committed (2 MB/s peak) buys one 1000-byte green packet, then one yellow.
-    EXPECT_EQ(send(data, t0 + ms(1)).colour, kGreen);
-    EXPECT_EQ(send(data, t0 + ms(1)).colour, kYellow);
-    EXPECT_EQ(send(data, t0 + ms(1)).colour, kRed);
+    EXPECT_EQ(send(data, t0 + ms(1)).colour(), kGreen);
+    EXPECT_EQ(send(data, t0 + ms(1)).colour(), kYellow);
+    EXPECT_EQ(send(data, t0 + ms(1)).colour(), kRed);
     // A clock that runs backwards (another worker's earlier burst) buys nothing.
-    EXPECT_EQ(send(data, t0).colour, kRed);
+    EXPECT_EQ(send(data, t0).colour(), kRed);
 }
 
 TEST_F(Qos, ColourAwareKeepsPreColouredPacketsAtTheirColour) {
     const uint64_t t0 = ms(5000);
-    EXPECT_EQ(send(tagged_roce(5, 500, 8 << 2), t0).colour, kRed) << "pre-red (DSCP 8) stays red";
-    EXPECT_EQ(send(tagged_roce(5, 500, 28 << 2), t0).colour, kYellow) << "pre-yellow";
+    EXPECT_EQ(send(tagged_roce(5, 500, 8 << 2), t0).colour(), kRed) << "pre-red (DSCP 8) stays red";
+    EXPECT_EQ(send(tagged_roce(5, 500, 28 << 2), t0).colour(), kYellow) << "pre-yellow";
     Bytes out;
-    EXPECT_EQ(send(tagged_roce(5, 400, 0), t0, nullptr, &out).colour, kGreen);
+    EXPECT_EQ(send(tagged_roce(5, 400, 0), t0, nullptr, &out).colour(), kGreen);
     EXPECT_EQ(inner_tos(out) >> 2, 26);
     // Yellow used the peak bucket: a green-marked packet now finds it short and turns red.
-    EXPECT_EQ(send(tagged_roce(5, 600, 0), t0).colour, kRed);
+    EXPECT_EQ(send(tagged_roce(5, 600, 0), t0).colour(), kRed);
     EXPECT_EQ(send(tagged_roce(5, 600, 0), t0).drop, DropReason::none)
         << "red = 8 here: re-marked, not dropped";
 }
@@ -294,9 +296,9 @@ TEST_F(Qos, AdaptiveRulesFollowTheFlowRate) {
     for (int i = 0; i < 800; ++i) {
         Bytes out;
         const Outcome o = send(tagged_roce(4, 1000), t0 + ms(0.025 * i), &rates, &out);
-        if (o.adaptive_rule == 0 && first_marked < 0) first_marked = i;
+        if (o.adaptive_rule() == 0 && first_marked < 0) first_marked = i;
         if (i >= 400) {
-            EXPECT_EQ(o.adaptive_rule, 0) << i;
+            EXPECT_EQ(o.adaptive_rule(), 0) << i;
             EXPECT_EQ(inner_tos(out) >> 2, 34) << i;
         }
     }
@@ -309,15 +311,15 @@ TEST_F(Qos, AdaptiveRulesFollowTheFlowRate) {
     Outcome o;
     for (int i = 0; i < 800; ++i)
         o = send(tagged_roce(4, 64, 0, 4, 100, 40000), t0 + ms(0.025 * i), &small);
-    EXPECT_EQ(o.adaptive_rule, -1);
+    EXPECT_EQ(o.adaptive_rule(), -1);
     EXPECT_EQ(o.dscp_out, 26);
     // 1000-byte packets at 15 kpps (120 Mbit/s): below rule 0's rate, above rule 1's bits.
     FlowRates mid(64, rte_get_tsc_hz());
     for (int i = 0; i < 600; ++i) o = send(tagged_roce(4, 1000), t0 + ms(i / 15.0), &mid);
-    EXPECT_EQ(o.adaptive_rule, 1);
+    EXPECT_EQ(o.adaptive_rule(), 1);
     EXPECT_EQ(o.dscp_out, 36);
     // Without a worker's estimator (no rates), rate rules never match.
-    EXPECT_EQ(send(tagged_roce(4, 1000), t0).adaptive_rule, -1);
+    EXPECT_EQ(send(tagged_roce(4, 1000), t0).adaptive_rule(), -1);
 }
 
 TEST(FlowRatesEstimator, SlidingWindowCounter) {
@@ -358,7 +360,7 @@ TEST_F(Qos, TaggedLanBothWays) {
     const Outcome o = send(tcp, ms(1), nullptr, &out);
     ASSERT_EQ(o.drop, DropReason::none);
     EXPECT_TRUE(o.pcp_mapped);
-    EXPECT_EQ(o.pcp_in, 5);
+    EXPECT_EQ(o.pcp_in(), 5);
     EXPECT_EQ(inner_tos(out), 46 << 2 | 2);
     EXPECT_EQ(outer_tos(out), 46 << 2 | 2);
     EXPECT_EQ(out.size(), 14 + 20 + 8 + 8 + 14 + 20 + 40u) << "tag removed";
@@ -388,9 +390,68 @@ TEST_F(Qos, TaggedLanBothWays) {
         EXPECT_EQ((got[14] << 8 | got[15]), pcp << 13 | 100) << int{dscp};
         EXPECT_TRUE(std::equal(got.begin() + 16, got.end(), inner.begin() + 12));
         EXPECT_TRUE(std::equal(got.begin(), got.begin() + 12, inner.begin()));
-        EXPECT_EQ(d.pcp_out, pcp);
+        EXPECT_EQ(d.pcp_out(), pcp);
         EXPECT_TRUE(d.pcp_set);
     }
+}
+
+// The burst glue counts what the QoS stage noted: colours per policer (red drops included, bytes as
+// IP lengths), adaptive hits per class, DSCPs from PCPs, PCPs from DSCPs; freed what it dropped.
+TEST_F(Qos, BurstCountsColoursAdaptiveHitsAndPcpMaps) {
+    rte_mempool* pool =
+        rte_pktmbuf_pool_create("unit_qos_burst", 63, 0, 0, 2048 + RTE_PKTMBUF_HEADROOM, 0);
+    ASSERT_NE(pool, nullptr);
+    const unsigned start = rte_mempool_avail_count(pool);
+    const auto put = [&](const Bytes& b) {
+        rte_mbuf* m = rte_pktmbuf_alloc(pool);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(b.size())), b.data(), b.size());
+        return m;
+    };
+    const Bytes tcp = PacketBuilder()
+                          .eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, 5 << 13 | 100)
+                          .ipv4("10.10.0.5", "10.20.0.9", 0, 6)
+                          .payload(40)
+                          .build();
+    // Five 1000-byte packets at one instant through "cap": green, green, yellow, yellow, red.
+    rte_mbuf* pkts[7];
+    for (int i = 0; i < 5; ++i) pkts[i] = put(tagged_roce(3, 1000));
+    pkts[5] = put(tagged_roce(4, 1000));  // "big": adaptive, but no rate yet: not a hit.
+    pkts[6] = put(tcp);
+    auto st = std::make_unique<WorkerStats>();
+    FlowRates rates(64, rte_get_tsc_hz());
+    BurstState bs;
+    bs.now_tsc = ms(20000);
+    bs.rates = &rates;
+    std::vector<rte_mbuf*> out;
+    process_burst(
+        *snap_, 0, pkts, 7, *st, bs, [&](uint16_t, rte_mbuf* m) { out.push_back(m); },
+        NoObserver{});
+    EXPECT_EQ(out.size(), 6u) << "the red one dropped";
+    const auto& pol = st->bank[0].policer;
+    EXPECT_EQ(pol[PolicerCounter::green_packets][0].get(), 2u);
+    EXPECT_EQ(pol[PolicerCounter::yellow_packets][0].get(), 2u);
+    EXPECT_EQ(pol[PolicerCounter::red_packets][0].get(), 1u);
+    EXPECT_EQ(pol[PolicerCounter::red_bytes][0].get(), 1000u) << "IP bytes";
+    EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::policed)].get(), 1u);
+    EXPECT_EQ(st->bank[0].cls[ClassCounter::adaptive_hits][2].get(), 0u);
+    EXPECT_EQ(st->dataplane[DataplaneCounter::pcp_to_dscp][0].get(), 1u);
+    // 40 kpps of 1000-byte packets of the "big" flow for 10 ms.
+    uint64_t hits = 0;
+    for (int i = 0; i < 400; ++i) {
+        rte_mbuf* m = put(tagged_roce(4, 1000));
+        bs.now_tsc = ms(30000 + 0.025 * i);
+        process_burst(
+            *snap_, 0, &m, 1, *st, bs, [&](uint16_t, rte_mbuf* x) { rte_pktmbuf_free(x); },
+            NoObserver{});
+        hits = st->bank[0].cls[ClassCounter::adaptive_hits][2].get();
+    }
+    // Rule 1 (100 Mbit/s) matches from the 125th packet (125 kB in the window), rule 0 (20 kpps)
+    // from the 200th on: 276 hits of either.
+    EXPECT_GE(hits, 272u);
+    EXPECT_LE(hits, 280u);
+    for (rte_mbuf* m : out) rte_pktmbuf_free(m);
+    EXPECT_EQ(rte_mempool_avail_count(pool), start);
+    rte_mempool_free(pool);
 }
 
 }  // namespace
