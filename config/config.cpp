@@ -711,7 +711,14 @@ std::vector<toml::source_region> load_policers(Checker& c, const toml::table& ro
             }
             Quantity q;
             if (!quantity_node(c, *k, path + "." + key, true, true, q)) return 0;
-            if (!q.percent) return static_cast<uint64_t>(std::llround(q.value));
+            if (!q.percent) {
+                // rte_meter counts bytes per second: below one, there is no rate.
+                if (q.value < 8) {
+                    c.error(k->source(), path + "." + key, "a policer rate is at least 8 bit/s");
+                    return 0;
+                }
+                return static_cast<uint64_t>(std::llround(q.value));
+            }
             if (port == nullptr) {
                 c.error(k->source(), path + "." + key,
                         "a \"%\" rate is a share of a port's rate: name the port (`port`), there "
@@ -724,8 +731,15 @@ std::vector<toml::source_region> load_policers(Checker& c, const toml::table& ro
                             "\": set its `rate`");
                 return 0;
             }
-            return static_cast<uint64_t>(
+            const auto share = static_cast<uint64_t>(
                 std::llround(static_cast<double>(port->rate) * q.value / 100.0));
+            if (share < 8) {
+                c.error(k->source(), path + "." + key,
+                        "a policer rate is at least 8 bit/s; this share of port \"" + port->name +
+                            "\" is " + std::to_string(share));
+                return 0;
+            }
+            return share;
         };
         const auto size = [&](const char* key, uint64_t rate_bps) -> uint64_t {
             const toml::node* k = t->get(key);

@@ -106,7 +106,7 @@ corpus=$log/corpus
 /usr/bin/python3 tests/fuzz/make_corpus.py "$corpus/packet-seeds" >/dev/null 2>&1
 /usr/bin/python3 tests/fuzz/make_local_corpus.py "$corpus/local-seeds" >/dev/null 2>&1
 mkdir -p "$corpus/config-seeds"
-cp config/*.toml tests/golden/gw.toml "$corpus/config-seeds/"
+cp config/*.toml tests/golden/gw.toml tests/golden/qos.toml "$corpus/config-seeds/"
 for target in packet:${FUZZ_SECONDS:-60}:9300 config:${FUZZ_CONFIG_SECONDS:-20}:8192 \
               local:${FUZZ_LOCAL_SECONDS:-20}:9300; do
   name=${target%%:*}; rest=${target#*:}; secs=${rest%%:*}; maxlen=${rest#*:}

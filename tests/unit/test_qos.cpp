@@ -159,6 +159,8 @@ TEST(QosConfig, RefusalsNameKeyAndPosition) {
          "policers[0].cbs: \"5%\": a share (%) is not valid here"},
         {base + pol + "cir = 1000\npir = 1000\ncolour_aware = true\n" + use,
          "policers[0].colour_aware: colour-aware metering tells a packet's colour by the yellow"},
+        {base + pol + "cir = 7\npir = 100\n" + use,
+         "policers[0].cir: a policer rate is at least 8 bit/s"},
         {base + "[[classes]]\nname = \"c\"\npolicer = \"nope\"\n",
          "classes[0].policer: no [[policers]] named \"nope\""},
         {base + "[[classes]]\nname = \"c\"\nadaptive = [{ dscp = 34 }]\n",
@@ -190,6 +192,23 @@ TEST(QosConfig, RefusalsNameKeyAndPosition) {
         else
             EXPECT_NE(e.find(c.want), std::string::npos) << "want: " << c.want << "\ngot: " << e;
     }
+    // dscpgw-hostmark reads the same classes: it cannot match on PCP, and leaves policers and
+    // adaptive rules to the gateway (their names are not even resolved).
+    try {
+        parse_classes("[[classes]]\nname = \"c\"\nmatch = { pcp = 3 }\n", "h.toml");
+        ADD_FAILURE() << "hostmark accepted match.pcp";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(
+            std::string(e.what()).find(
+                "h.toml:3:17: classes[0].match.pcp: dscpgw-hostmark cannot match on the VLAN"),
+            std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(parse_classes("[[classes]]\nname = \"c\"\ndscp = 26\npolicer = \"elsewhere\"\n"
+                            "adaptive = [{ min_pps = 10, dscp = 34 }]\n",
+                            "h.toml")
+                  .size(),
+              1u);
     // A policer no class uses loads, with a warning naming it and where it is.
     const Config w = parse_config(cases[2].text, "q.toml");
     ASSERT_EQ(w.warnings.size(), 1u);
