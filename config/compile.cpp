@@ -137,11 +137,11 @@ SnapshotBuild compile_snapshot(const Config& cfg,
     s->classes = cfg.classes;
     for (const ClassRule& c : s->classes) s->class_match.push_back(compile_class(c));
     s->policers = cfg.policers;
-    s->meters =
-        std::shared_ptr<PolicerState[]>(new PolicerState[std::max<size_t>(s->policers.size(), 1)]);
-    for (size_t i = 0; i < s->policers.size(); ++i) {
+    for (const PolicerConf& pc : s->policers) {
+        auto m = std::make_shared<PolicerState>();
         std::string why;
-        if (!policer_init(s->meters[i], s->policers[i], why)) throw std::runtime_error(why);
+        if (!policer_init(*m, pc, why)) throw std::runtime_error(why);
+        s->meters.push_back(std::move(m));
     }
     s->tunnels = cfg.tunnels;
     s->paths = std::make_unique<TunnelPath[]>(s->tunnels.size());

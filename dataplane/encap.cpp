@@ -191,7 +191,7 @@ __attribute__((noinline)) int qos_stage(const Snapshot& s, const ParsedPacket& p
             else if (pc.yellow >= 0 && pp.dscp() == pc.yellow)
                 in = kYellow;
         }
-        const Colour c = police(s.meters[m.policer], now, pp.ip_len, in, pc.colour_aware);
+        const Colour c = police(*s.meters[m.policer], now, pp.ip_len, in, pc.colour_aware);
         n.colour1 = static_cast<uint8_t>(c + 1);
         n.qos_noted = true;
         n.policer = m.policer;

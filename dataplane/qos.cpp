@@ -29,6 +29,22 @@ bool policer_init(PolicerState& st, const PolicerConf& p, std::string& why) {
     return rc == 0;
 }
 
+size_t carry_meters(const Snapshot& from, Snapshot& to) {
+    size_t kept = 0;
+    for (size_t i = 0; i < to.policers.size(); ++i) {
+        const PolicerConf& t = to.policers[i];
+        for (size_t j = 0; j < from.policers.size(); ++j) {
+            const PolicerConf& f = from.policers[j];
+            if (f.name == t.name && f.mode == t.mode && f.cir == t.cir && f.pir == t.pir &&
+                f.cbs == t.cbs && f.pbs == t.pbs) {
+                to.meters[i] = from.meters[j];
+                ++kept;
+            }
+        }
+    }
+    return kept;
+}
+
 FlowRates::FlowRates(uint32_t entries, uint64_t hz) {
     uint32_t n = kWays;
     while (n < entries) n <<= 1;

@@ -15,6 +15,11 @@ namespace dscpgw {
 // Sets up `st` for `p`; false (with `why`) if rte_meter refuses the parameters.
 bool policer_init(PolicerState& st, const PolicerConf& p, std::string& why);
 
+// Control thread, before `to` replaces `from`: a policer that keeps its name, mode, rates and
+// bursts keeps its meter (the buckets as they are, shared by the workers on either snapshot
+// while both run); a changed one starts with full buckets. Returns how many were kept.
+size_t carry_meters(const Snapshot& from, Snapshot& to);
+
 // Per-flow packet and bit rates over a sliding window of kRateWindowMs, per worker (RSS keeps a
 // flow on one worker). The estimator is the sliding-window counter: time is cut into windows of W
 // starting at the flow's first packet; the estimate at time t, e into the current window, is

@@ -281,9 +281,10 @@ struct Snapshot {
     std::vector<ClassRule> classes;
     std::vector<ClassMatch> class_match;  // Same order as `classes`.
     std::vector<PolicerConf> policers;
-    // One per policer: the shared meters (policer.h; shared_ptr: its deleter is bound where the
-    // type is complete).
-    std::shared_ptr<PolicerState[]> meters;
+    // One per policer: the meters every worker shares (policer.h). Shared pointers, so that a
+    // reload that keeps a policer as it was keeps its buckets (carry_meters()); the deleter is
+    // bound where the type is complete.
+    std::vector<std::shared_ptr<PolicerState>> meters;
     std::vector<TunnelConf> tunnels;
     std::unique_ptr<TunnelPath[]> paths;  // One per tunnel.
     rte_lpm* lpm4 = nullptr;

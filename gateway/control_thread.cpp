@@ -19,6 +19,7 @@
 #include "control/telemetry.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
+#include "dataplane/qos.h"
 
 #ifndef DSCPGW_VERSION
 #define DSCPGW_VERSION "unknown"
@@ -252,6 +253,7 @@ bool ControlPlane::reload_locked(std::string& msg) {
     snap->bank = static_cast<uint8_t>(setup_.snap->bank ^ 1);
     snap->generation = setup_.snap->generation + 1;
     carry_path_mtus(*setup_.snap, *snap);
+    carry_meters(*setup_.snap, *snap);
     // Publish, then wait until every worker has finished the poll it may have begun under the
     // old snapshot; only then is the old one (and its counter bank) no longer in use.
     published_.store(snap.get(), std::memory_order_release);

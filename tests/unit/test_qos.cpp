@@ -414,6 +414,33 @@ TEST_F(Qos, TaggedLanBothWays) {
     }
 }
 
+// A reload keeps the buckets of a policer it does not change (no free burst per reload) and gives
+// a changed one fresh buckets.
+TEST_F(Qos, ReloadKeepsUnchangedPolicersBuckets) {
+    NeighborTable nt;
+    const Config same = parse_config(std::string(kBase) + kQos, "q.toml");
+    std::string changed_text = std::string(kBase) + kQos;
+    changed_text.replace(changed_text.find("cbs = 2000"), 10, "cbs = 3000");
+    const Config changed = parse_config(changed_text, "q.toml");
+    auto a = build_snapshot(same, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, nt);
+    const auto send_on = [&](const Snapshot& s, uint64_t now) {
+        test::TestFrame t(tagged_roce(3, 1000));
+        const QosClock clk{now};
+        return process_packet(s, 0, t.frame, nullptr, &clk).colour();
+    };
+    const uint64_t t0 = ms(50000);
+    for (int i = 0; i < 4; ++i) send_on(*a, t0);
+    EXPECT_EQ(send_on(*a, t0), kRed) << "both buckets drained";
+    auto b = build_snapshot(same, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, nt);
+    EXPECT_EQ(carry_meters(*a, *b), 2u);
+    EXPECT_EQ(b->meters[0].get(), a->meters[0].get());
+    a.reset();  // The old snapshot retired: its meters live on in the new one.
+    EXPECT_EQ(send_on(*b, t0), kRed) << "still drained after the reload";
+    auto c = build_snapshot(changed, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, nt);
+    EXPECT_EQ(carry_meters(*b, *c), 1u) << "\"cap\" changed, \"aware\" did not";
+    EXPECT_EQ(send_on(*c, t0), kGreen) << "a changed policer starts full";
+}
+
 // The burst glue counts what the QoS stage noted: colours per policer (red drops included, bytes as
 // IP lengths), adaptive hits per class, DSCPs from PCPs, PCPs from DSCPs; freed what it dropped.
 TEST_F(Qos, BurstCountsColoursAdaptiveHitsAndPcpMaps) {
