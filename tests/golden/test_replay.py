@@ -1333,6 +1333,11 @@ def run_two_workers_share_nothing():
     text = text.replace('device = "net_null0"', f'device = "{dev(0, "lan")}"')
     text = text.replace('device = "net_null1"', f'device = "{dev(1, "wan")}"')
     text = text.replace('device = "net_null2"', 'device = "net_null2,no-rx=1"')
+    # RoCE data through one policer both workers share (under ThreadSanitizer too: its lock).
+    data = 'name = "roce-data"\nmatch = { udp_dst_port = 4791 }\ndscp = 26\n'
+    assert data in text
+    text = text.replace(data, data + 'policer = "shared"\n') + \
+        '\n[[policers]]\nname = "shared"\ncir = "100Gbps"\npir = "100Gbps"\n'
     cfg = os.path.join(TMP, "w2.toml")
     # Three lcores on however many CPUs there are: the main one and two workers.
     with open(cfg, "w") as f:
@@ -1354,6 +1359,8 @@ def run_two_workers_share_nothing():
     c = parse_counters(out)
     eq(c.get("tunnel.geneve4.encap"), 200, "encapsulated by both workers")
     eq(c.get("tunnel.geneve4.decap"), 120, "decapsulated by both workers")
+    eq((c.get("policer.shared.green"), c.get("policer.shared.red")), (200, 0),
+       "one meter for both workers' RoCE data, kept across the reloads")
     per_worker = [int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)]
     eq(per_worker, [160, 160], "each worker polled its own queue on both ports")
     assert "mbufs in use after shutdown: 0" in out, out
