@@ -274,6 +274,7 @@ bool ControlPlane::reload_locked(std::string& msg) {
           std::to_string(s.classes.size()) + " classes, " + std::to_string(s.tunnels.size()) +
           " tunnels, live in " + std::to_string(static_cast<int>(last_reload_seconds_ * 1e6)) +
           " us\n";
+    for (const std::string& w : setup_.cfg.warnings) msg += w + "\n";
     return true;
 }
 

@@ -113,6 +113,7 @@ int cmd_replay(const ReplayOptions& o) {
         std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());
         return 2;
     }
+    for (const std::string& w : cfg.warnings) std::fprintf(stderr, "dscpgw: %s\n", w.c_str());
     int rx_port = o.port.empty() ? cfg.first_port(PortRole::inner) : cfg.port_index(o.port);
     if (rx_port < 0) {
         if (o.port.empty())

@@ -362,6 +362,7 @@ int cmd_run(const std::string& config) {
         std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());
         return 2;
     }
+    for (const std::string& w : cfg.warnings) std::fprintf(stderr, "dscpgw: %s\n", w.c_str());
     if (!start_eal(cfg)) return 1;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);

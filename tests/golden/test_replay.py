@@ -1232,6 +1232,7 @@ def tagged_lan_both_ways_with_both_maps():
 
 @test
 def check_refuses_qos_mistakes_with_key_and_position():
+    wrpcap(os.path.join(TMP, "empty.pcap"), [], linktype=1)
     cases = [
         ((('pir = "30%"', 'pir = "10Mbps"'),), r"policers\[0\]\.pir: pir 10000000 bit/s is below cir 20000000"),
         ((('rate = "100Mbps"\n', ''),), r"policers\[0\]\.pir: a \"%\" rate needs the line rate of port \"wan\""),
@@ -1257,6 +1258,10 @@ def check_refuses_qos_mistakes_with_key_and_position():
     eq(p.returncode, 0, f"unused policer only warned: {p.stderr}")
     assert re.search(r"qos-edit\d+\.toml:\d+:\d+: warning: policers\[0\]: policer \"cap\" is used by no class",
                      p.stderr), p.stderr
+    p = run(["replay", "--config", unused, "--in", os.path.join(TMP, "empty.pcap"), "--out",
+             os.path.join(TMP, "empty-out.pcap")])
+    eq(p.returncode, 0, f"replay runs it: {p.stderr}")
+    assert "warning: policers[0]: policer \"cap\" is used by no class" in p.stderr, p.stderr
     eq(run(["check", "--config", QOS]).returncode, 0, "qos.toml itself is valid")
     # The QoS plan docs/qos.md shows is the shipped file, and it is valid.
     plan = os.path.join(ROOT, "config", "qos-plan.toml")
