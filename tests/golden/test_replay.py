@@ -1354,7 +1354,10 @@ def run_two_workers_share_nothing():
     for _ in range(3):
         r = subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/w2.sock", "reload"], capture_output=True,
                            text=True, timeout=30)
-        eq(r.returncode, 0, f"reload with two workers: {r.stderr}")
+        if r.returncode != 0:
+            p.kill()
+            out, err = p.communicate(timeout=30)
+            raise AssertionError(f"reload with two workers: {r.stderr}\n--- dscpgw:\n{err[-6000:]}")
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=30)
     eq(p.returncode, 0, f"exit code: {err}")
