@@ -57,7 +57,7 @@ namespace dscpgw {
     X(inner_not_ip,                                                                                \
       "a decapsulated frame that is neither IPv4 nor IPv6, or on a routed LAN is ARP or Neighbor " \
       "Discovery (a transparent LAN also gets ARP and ND)")                                        \
-    X(wrong_vlan, "a frame on a tagged inner port (vlan) without that VLAN as its one tag")        \
+    X(wrong_vlan, "a frame on a tagged inner port (vlan) without that VLAN as its one 802.1Q tag") \
     X(policed, "a red packet of a policer whose red action is \"drop\"")
 
 enum class DropReason : uint8_t {

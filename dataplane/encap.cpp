@@ -375,7 +375,9 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
     ParsedPacket pp;
     if ((v.drop = parse_packet(f.data, f.len, pp)) != DropReason::none) return v;
     const PortConf& port = s.ports[rx_port];
-    if (port.vlan != 0 && (pp.vlan_tags != 1 || pp.vid() != port.vlan)) {
+    if (port.vlan != 0 && (pp.vlan_tags != 1 || pp.vid() != port.vlan ||
+                           load16(f.data + kEthTypeOff) != kEtherTypeVlan)) {
+        // One 802.1Q (C-)tag with the port's VLAN; an 802.1ad S-tag is another network's.
         v.drop = DropReason::wrong_vlan;
         return v;
     }

@@ -368,6 +368,13 @@ TEST_F(Qos, TaggedLanBothWays) {
                                .build();
     EXPECT_EQ(send(untagged, ms(1)).drop, DropReason::wrong_vlan);
     EXPECT_EQ(send(tagged_roce(3, 100, 0, 4, 200), ms(1)).drop, DropReason::wrong_vlan);
+    Bytes s_tag = tagged_roce(3, 100);
+    s_tag[12] = 0x88;  // 802.1ad: VLAN 100 of a provider bridge, not the LAN's 802.1Q VLAN 100.
+    s_tag[13] = 0xa8;
+    EXPECT_EQ(send(s_tag, ms(1)).drop, DropReason::wrong_vlan);
+    Bytes two = tagged_roce(3, 100);
+    two.insert(two.begin() + 16, {0x81, 0x00, 0x00, 0x05});  // A second tag inside.
+    EXPECT_EQ(send(two, ms(1)).drop, DropReason::wrong_vlan);
     // An unclassified tagged frame gets its DSCP from its PCP (pcp_to_dscp), inside and outside,
     // and leaves without the tag.
     const Bytes tcp = PacketBuilder()
