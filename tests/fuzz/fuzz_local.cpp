@@ -67,17 +67,22 @@ uint16_t fold_sum(const uint8_t* p, size_t n, uint32_t sum) {
     return static_cast<uint16_t>(sum);
 }
 
-// The ICMP error in `f` (Ethernet + IPv4/IPv6 + ICMP) sums right, by an independent sum.
+// The ICMP error in `f` (Ethernet, the original's VLAN tags if any, IPv4/IPv6 + ICMP) sums right,
+// by an independent sum. A tagged original gets its reply in the same VLAN.
 void check_icmp_error(const Frame& f) {
-    const uint8_t* ip = f.data + 14;
-    if (f.len < 14 + 20) std::abort();
+    uint32_t l3 = 14;
+    while (l3 + 20 <= f.len &&
+           (wire::load16(f.data + l3 - 2) == 0x8100 || wire::load16(f.data + l3 - 2) == 0x88a8))
+        l3 += 4;
+    const uint8_t* ip = f.data + l3;
+    if (f.len < l3 + 20) std::abort();
     if ((ip[0] >> 4) == 4) {
         const uint32_t hl = (ip[0] & 0xfu) * 4u, total = wire::load16(ip + 2);
-        if (14 + total > f.len || fold_sum(ip, hl, 0) != 0xffff) std::abort();
+        if (l3 + total > f.len || fold_sum(ip, hl, 0) != 0xffff) std::abort();
         if (fold_sum(ip + hl, total - hl, 0) != 0xffff) std::abort();
     } else {
         const uint32_t plen = wire::load16(ip + 4);
-        if (14 + 40 + plen > f.len) std::abort();
+        if (l3 + 40 + plen > f.len) std::abort();
         const uint32_t pseudo = fold_sum(ip + 8, 32, 0) + plen + 58;
         if (fold_sum(ip + 40, plen, pseudo) != 0xffff) std::abort();
     }
