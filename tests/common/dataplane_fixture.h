@@ -65,11 +65,48 @@ dscp = 8
 
 // Needs an initialised EAL (the route and decap tables live in DPDK memory). `routed`: the lan port
 // has addresses (routed LAN mode) instead of being transparent.
-// `first`: TOML put before the config's classes (policers, classes that match first).
-inline std::unique_ptr<Snapshot> wide_snapshot(bool routed = false, const char* first = "") {
+// `first`: TOML put before the config's classes (policers, classes that match first); `lan`:
+// more keys of the transparent lan port.
+// Border QoS on the wide config, for the fuzzer: a tagged LAN with both 802.1p maps, classes with
+// a policer no packet exceeds, a policer every packet exceeds (red re-marked, not dropped) and a
+// size-only adaptive rule, so that a packet's verdict is the same however often it is run.
+inline constexpr const char* kQosLan =
+    "vlan = 100\ndscp_to_pcp = { 26 = 3, 48 = 6, default = 1 }\n"
+    "pcp_to_dscp = [0, 8, 16, 24, 32, 46, 48, 56]\n";
+inline constexpr const char* kQosFirst = R"(
+[[policers]]
+name = "huge"
+cir = "1Tbps"
+pir = "1Tbps"
+[[policers]]
+name = "tiny"
+cir = 8
+pir = 8
+cbs = 1
+pbs = 1
+yellow = 28
+red = 12
+[[classes]]
+name = "policed-green"
+match = { udp_dst_port = 4791, pcp = 3 }
+dscp = 26
+policer = "huge"
+[[classes]]
+name = "policed-red"
+match = { dscp = 10 }
+policer = "tiny"
+[[classes]]
+name = "adaptive"
+match = { pcp = 5 }
+dscp = 0
+adaptive = [{ min_bytes = 500, dscp = 34 }]
+)";
+
+inline std::unique_ptr<Snapshot> wide_snapshot(bool routed = false, const char* first = "",
+                                               const char* lan = "") {
     std::string text = kWideConfig;
     text.replace(text.find("@LAN_ADDRESSES@"), 15,
-                 routed ? "ipv4 = \"10.0.0.1/8\"\nipv6 = \"fd00::1/64\"" : "");
+                 routed ? "ipv4 = \"10.0.0.1/8\"\nipv6 = \"fd00::1/64\"" : lan);
     text.insert(text.find("[[classes]]"), first);
     static NeighborTable neighbors;
     const Config cfg = parse_config(text, "wide.toml");

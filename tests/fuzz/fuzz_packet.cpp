@@ -24,7 +24,8 @@
 
 namespace {
 
-const dscpgw::Snapshot* g_snaps[2] = {};  // Transparent LAN, routed LAN.
+// Transparent LAN, routed LAN, and the transparent one tagged with Border QoS classes.
+const dscpgw::Snapshot* g_snaps[3] = {};
 
 void check_parse_shortcut(const uint8_t* frame, uint32_t len) {
     dscpgw::ParsedPacket fast, ref;
@@ -35,7 +36,7 @@ void check_parse_shortcut(const uint8_t* frame, uint32_t len) {
         fast.has_ports != ref.has_ports || fast.has_bth != ref.has_bth ||
         fast.l4_off != ref.l4_off || fast.ip_len != ref.ip_len || fast.sport != ref.sport ||
         fast.dport != ref.dport || fast.bth_opcode != ref.bth_opcode || fast.src != ref.src ||
-        fast.dst != ref.dst)
+        fast.dst != ref.dst || fast.tci != ref.tci)
         std::abort();
 }
 
@@ -45,7 +46,9 @@ bool same_verdict(const dscpgw::Outcome& a, const dscpgw::Outcome& b) {
            a.outer_path == b.outer_path && a.dscp_rewritten == b.dscp_rewritten &&
            (a.roce_bth == nullptr) == (b.roce_bth == nullptr) &&
            a.outer_remarked == b.outer_remarked && a.ce_marked == b.ce_marked &&
-           a.tx_udp6_cksum == b.tx_udp6_cksum && a.local == b.local && a.pmtu == b.pmtu;
+           a.tx_udp6_cksum == b.tx_udp6_cksum && a.local == b.local && a.pmtu == b.pmtu &&
+           a.colour1 == b.colour1 && a.adaptive1 == b.adaptive1 && a.pcp_in1 == b.pcp_in1 &&
+           a.pcp_out1 == b.pcp_out1 && a.pcp_mapped == b.pcp_mapped && a.pcp_set == b.pcp_set;
 }
 
 }  // namespace
@@ -58,13 +61,15 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     }
     g_snaps[0] = dscpgw::test::wide_snapshot(false).release();
     g_snaps[1] = dscpgw::test::wide_snapshot(true).release();
+    g_snaps[2] = dscpgw::test::wide_snapshot(false, dscpgw::test::kQosFirst, dscpgw::test::kQosLan)
+                     .release();
     return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 2 || size > 16384) return 0;
     const uint16_t port = data[0] & 1;
-    const dscpgw::Snapshot* g_snap = g_snaps[data[0] >> 7];
+    const dscpgw::Snapshot* g_snap = g_snaps[(data[1] & 0x10) != 0 ? 2 : data[0] >> 7];
     // Headroom from 0 to 126 bytes: encapsulation must never write before the buffer.
     const uint32_t headroom = ((data[0] >> 1) & 0x3f) * 2u;
     const auto rx_cksum = static_cast<uint8_t>(data[1] & 0x0f);

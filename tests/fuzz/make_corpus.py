@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Seeds for the packet fuzzer: frames from the golden builders and the shared captures, each
 prefixed with the two selector bytes the target reads (first: bit 0: 0 = inner port, 1 = outer port;
-bits 1-6: headroom / 2; bit 7: routed LAN; second: the device's checksum verdict, RxCksum bits,
-0 here: checked in software)."""
+bits 1-6: headroom / 2; bit 7: routed LAN; second: bits 0-3 the device's checksum verdict, RxCksum
+bits, 0 here: checked in software; bit 4: the tagged LAN with Border QoS classes instead)."""
 import glob
 import logging
 import os
@@ -47,7 +47,17 @@ for f in sorted(glob.glob(os.path.join(captures, "*", "*.pcap"))):
         seeds.append(bytes([0xFE | (i & 1)]) + raw(p))
 # Every seed also against the routed-LAN snapshot (bit 7 set; 0x7E/0x7F: transparent, headroom 126).
 seeds = [bytes([s[0] & 0x7F]) + s[1:] for s in seeds] + [bytes([s[0] | 0x80]) + s[1:] for s in seeds]
+# Tagged frames for the Border QoS snapshot (VLAN 100, PCPs 3 and 5, DSCP 10), both directions.
+from scapy.all import Dot1Q  # noqa: E402
+qos = []
+for prio, tos in ((3, 0), (5, 0), (0, 10 << 2), (1, 0)):
+    for p in (pktlib.roce("10.1.0.5", "10.2.0.9", tos=tos, payload=600), pktlib.other("10.1.0.5", "10.2.0.9", tos=tos)):
+        qos.append(bytes([0x7E]) + raw(Ether(src=p.src, dst=p.dst) / Dot1Q(vlan=100, prio=prio) / p[1]))
+qos.append(bytes([0x7F]) + raw(pktlib.encap(inner[0], "geneve", "198.18.7.7", "198.18.0.1", 100, tos=26 << 2)))
 for i, s in enumerate(seeds):
     with open(os.path.join(out, f"seed{i:04d}"), "wb") as fh:
         fh.write(s[:1] + bytes([0]) + s[1:])
-print(f"{len(seeds)} seeds in {out}")
+for i, s in enumerate(qos):
+    with open(os.path.join(out, f"qos{i:02d}"), "wb") as fh:
+        fh.write(s[:1] + bytes([0x10]) + s[1:])
+print(f"{len(seeds) + len(qos)} seeds in {out}")
