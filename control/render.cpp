@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdarg>
 #include <ctime>
+#include <tuple>
 
 namespace dscpgw {
 
@@ -179,11 +180,17 @@ void json_policer(Json& j, const PolicerReport& p) {
         .num("pir_bits_per_second", p.pir)
         .num("cbs_bytes", p.cbs)
         .num(p.mode == "srtcm" ? "ebs_bytes" : "pbs_bytes", p.pbs)
-        .boolean("colour_aware", p.colour_aware)
-        .str("yellow", colour_action(p.yellow, "keep"))
-        .str("red", colour_action(p.red, "drop"))
-        .key("classes")
-        .open('[');
+        .boolean("colour_aware", p.colour_aware);
+    // A DSCP as a number, the word otherwise, as the config writes them (and classes' "dscp").
+    for (const auto& [key, v, word] :
+         {std::tuple{"yellow", p.yellow, "keep"}, std::tuple{"red", p.red, "drop"}}) {
+        j.key(key);
+        if (v < 0)
+            j.str(word);
+        else
+            j.num(static_cast<uint64_t>(v));
+    }
+    j.key("classes").open('[');
     for (const std::string& c : p.classes) j.str(c);
     j.close(']');
     json_totals<PolicerCounter>(j, p.t).close('}');

@@ -278,7 +278,7 @@ def pcap_suite():
             data = WORKLOAD["data_az1"] + WORKLOAD["data_metro"]
             pj = ctl_json(gw.sock, "policers")["policers"]
             eq([(p["name"], p["mode"], p["cir_bits_per_second"], p["classes"], p["yellow"], p["red"])
-                for p in pj], [("roce-cap", "trtcm", 10 ** 10, ["roce-data"], "28", "drop")], "policers")
+                for p in pj], [("roce-cap", "trtcm", 10 ** 10, ["roce-data"], 28, "drop")], "policers")
             eq((pj[0]["green_packets"], pj[0]["yellow_packets"], pj[0]["red_packets"]), (data, 0, 0),
                "every RoCE data packet green")
             text = ctl(gw.sock, "policers").stdout
