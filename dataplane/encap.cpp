@@ -135,6 +135,16 @@ inline uint8_t inherited_dscp(const PortConf& port, int cls, uint8_t tos, bool t
                                                   : port.default_dscp;
 }
 
+// Gives the packet DSCP `dscp`, its ECN bits kept, and notes it: the pcp_to_dscp map and the QoS
+// stage both re-mark after mark_inner(). Returns the TOS it leaves with.
+uint8_t remark(const ParsedPacket& pp, uint8_t* frame, uint8_t tos, unsigned dscp, PacketNotes& n) {
+    const auto out = static_cast<uint8_t>(dscp << 2 | (tos & 3u));
+    if (out != tos) write_tos(pp, frame, out);
+    n.dscp_rewritten = dscp != pp.dscp();
+    n.dscp_out = static_cast<int16_t>(dscp);
+    return out;
+}
+
 // A flow as `adaptive` rates count it: a RoCE conversation (addresses and destination QP), else
 // the 5-tuple; 64 bits of two CRC32-C chains, never 0 (a free slot).
 uint64_t qos_flow_tag(const ParsedPacket& pp, const uint8_t* frame) {
@@ -195,17 +205,14 @@ __attribute__((noinline)) int qos_stage(const Snapshot& s, const ParsedPacket& p
         n.colour1 = static_cast<uint8_t>(c + 1);
         n.qos_noted = true;
         n.policer = m.policer;
+        n.ip_len = pp.ip_len;
         if (c == kYellow && pc.yellow >= 0) dscp = static_cast<unsigned>(pc.yellow);
         if (c == kRed) {
             if (pc.red < 0) return -1;
             dscp = static_cast<unsigned>(pc.red);
         }
     }
-    const auto out = static_cast<uint8_t>(dscp << 2 | (tos & 3u));
-    if (out != tos) write_tos(pp, f.data, out);
-    n.dscp_rewritten = dscp != pp.dscp();
-    n.dscp_out = static_cast<int16_t>(dscp);
-    return out;
+    return remark(pp, f.data, tos, dscp, n);
 }
 
 // Whether tunnel `t` can take an inner frame of `inner_len` bytes (Ethernet + IP, no tags) with
@@ -397,10 +404,7 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
     const bool pcp_mapped = cls < 0 && pp.vlan_tags != 0 && port.has_pcp_to_dscp;
     if (pcp_mapped) {
         // An unclassified tagged frame: its 802.1p priority says the DSCP (a cos-dscp map).
-        tos = static_cast<uint8_t>(port.pcp_to_dscp[pp.pcp()] << 2 | (pp.tos & 3u));
-        if (tos != pp.tos) write_tos(pp, f.data, tos);
-        n.dscp_rewritten = tos != pp.tos;
-        n.dscp_out = static_cast<int16_t>(tos >> 2);
+        tos = remark(pp, f.data, tos, port.pcp_to_dscp[pp.pcp()], n);
         n.pcp_mapped = true;
         n.qos_noted = true;
     }
@@ -424,7 +428,6 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
             carried_inner_mtu(t, t.path->mtu.load(std::memory_order_relaxed)));
     }
     if (v.drop != DropReason::none) return v;
-    n.ip_len = pp.ip_len;
     if (cls >= 0 && s.class_match[static_cast<size_t>(cls)].qos != 0) {
         // Metered only once the packet is known to leave: what no tunnel takes uses no tokens.
         const int q = qos_stage(s, pp, cls, f, n, tos, qos);

@@ -58,7 +58,7 @@ struct PacketNotes {
     bool pcp_set = false;     // Decap: the PCP came from the port's dscp_to_pcp.
     // Any of a colour, an adaptive rule, pcp_mapped, pcp_set: the counters look further only then.
     bool qos_noted = false;
-    uint32_t ip_len = 0;  // Encap, general path: the IP length (what policers meter).
+    uint32_t ip_len = 0;  // Encap, with a colour: the IP length (what the policer metered).
     // A RoCEv2 packet (UDP 4791 with a BTH) carried through a tunnel: its inner IP header and BTH
     // in the frame as sent (neither moves during encapsulation, VLAN removal or decapsulation),
     // so that the worker can count CNPs and conversations without parsing the packet again.

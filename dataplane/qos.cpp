@@ -39,6 +39,7 @@ size_t carry_meters(const Snapshot& from, Snapshot& to) {
                 f.cbs == t.cbs && f.pbs == t.pbs) {
                 to.meters[i] = from.meters[j];
                 ++kept;
+                break;  // Names are unique.
             }
         }
     }
@@ -70,7 +71,7 @@ void FlowRates::update(uint64_t tag, uint64_t now, uint32_t len, uint64_t& pps, 
         s = victim;
         *s = RateSlot{tag, now, now, 0, 0, 0, 0};
     }
-    if (now < s->win_start) now = s->win_start;  // Another worker's earlier clock: no rewind.
+    if (now < s->win_start) now = s->win_start;  // A clock that went back (a capture's): no rewind.
     const uint64_t since = now - s->win_start;
     if (since >= window_) {
         const bool adjacent = since < 2 * window_;
