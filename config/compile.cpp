@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/qos.h"
+#include "dataplane/sched.h"
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -29,6 +30,53 @@ Snapshot::~Snapshot() {
 }
 
 namespace {
+
+// The egress schedulers: every port with a rate, queues or a shaped tunnel gets one; a port with a
+// rate and no [[queues]] has one queue for everything ("default", 1 MB).
+void compile_scheds(Snapshot& s, const Config& cfg) {
+    const size_t np = s.ports.size();
+    s.sched_plans.assign(np, SchedPlan{});
+    s.scheds.assign(np, nullptr);
+    for (size_t p = 0; p < np; ++p) {
+        bool shaped_tunnel = false;
+        for (const TunnelConf& t : s.tunnels) shaped_tunnel |= t.outer_port == p && t.rate != 0;
+        size_t count = 0;
+        for (const QueueConf& q : cfg.queues) count += q.port == p;
+        if (count == 0 && s.ports[p].rate == 0 && !shaped_tunnel) continue;
+        SchedPlan& plan = s.sched_plans[p];
+        plan.on = true;
+        plan.first_queue = static_cast<uint16_t>(s.queues.size());
+        if (count == 0) {
+            QueueConf d;
+            d.name = "default";
+            d.port = static_cast<uint16_t>(p);
+            d.any = true;
+            d.implicit = true;
+            s.queues.push_back(d);
+        } else {
+            for (const QueueConf& q : cfg.queues)
+                if (q.port == p) s.queues.push_back(q);
+        }
+        plan.nqueues = static_cast<uint16_t>(s.queues.size() - plan.first_queue);
+        plan.classify_decap = plan.nqueues > 1;
+        uint8_t any = 0;
+        for (uint16_t i = 0; i < plan.nqueues; ++i)
+            if (s.queues[plan.first_queue + i].any) any = static_cast<uint8_t>(i);
+        plan.class_queue.fill(any);
+        for (uint16_t i = 0; i < plan.nqueues; ++i)
+            for (const std::string& cn : s.queues[plan.first_queue + i].classes)
+                for (size_t c = 0; c < s.classes.size(); ++c)
+                    if (s.classes[c].name == cn) plan.class_queue[c + 1] = static_cast<uint8_t>(i);
+        plan.tunnel_node.assign(s.tunnels.size(), 0);
+        plan.node_tunnel.assign(1, -1);
+        for (size_t t = 0; t < s.tunnels.size(); ++t)
+            if (s.tunnels[t].outer_port == p && s.tunnels[t].rate != 0) {
+                plan.tunnel_node[t] = static_cast<uint16_t>(plan.node_tunnel.size());
+                plan.node_tunnel.push_back(static_cast<int16_t>(t));
+            }
+        s.scheds[p] = std::make_shared<PortSched>(s, static_cast<uint16_t>(p), rte_get_tsc_hz());
+    }
+}
 
 // Makes the DPDK object names (lpm, hash) of every snapshot unique within the process.
 std::atomic<uint64_t> g_table_seq{0};
@@ -217,6 +265,7 @@ SnapshotBuild compile_snapshot(const Config& cfg,
             throw std::runtime_error("tunnel \"" + t.name +
                                      "\": cannot add decap entry: " + rte_strerror(-rc));
     }
+    compile_scheds(*s, cfg);
     // Room for every staged entry the table does not have yet (counting each address once).
     size_t fresh = 0;
     for (size_t k = 0; k < staged.entries.size(); ++k) {

@@ -25,8 +25,9 @@ namespace dscpgw {
 namespace {
 
 // The sections of a config file; the classes-only loader accepts the same ones.
-constexpr std::string_view kTopLevelKeys[] = {
-    "eal", "gateway", "ports", "tunnels", "classes", "neighbors", "metrics", "control", "policers"};
+constexpr std::string_view kTopLevelKeys[] = {"eal",      "gateway",   "ports",   "tunnels",
+                                              "classes",  "neighbors", "metrics", "control",
+                                              "policers", "queues"};
 
 // Collects problems with their source positions; throws them all at the end.
 class Checker {
@@ -512,6 +513,24 @@ bool host_ip(Checker& c, const toml::table& t, const std::string& path, const ch
     return true;
 }
 
+// A shaper's `burst` (bytes): given, or 10 µs of `rate`, and at least one frame of `mtu`.
+uint64_t shaper_burst(Checker& c, const toml::table& t, const std::string& path, uint64_t rate,
+                      uint32_t mtu) {
+    const uint64_t frame = mtu + 14 + 4;
+    const toml::node* b = t.get("burst");
+    if (b == nullptr) return std::max<uint64_t>(rate / 8 / 100000, frame);
+    Quantity q;
+    if (!quantity_node(c, *b, path + ".burst", false, false, q)) return frame;
+    if (t.get("rate") == nullptr)
+        c.error(b->source(), path + ".burst", "a shaper's burst goes with its `rate`");
+    const auto v = static_cast<uint64_t>(std::llround(q.value));
+    if (v < frame)
+        c.error(b->source(), path + ".burst",
+                std::to_string(v) + " bytes is less than one frame (" + std::to_string(frame) +
+                    " bytes at mtu " + std::to_string(mtu) + "): nothing could ever be sent");
+    return v;
+}
+
 // An inner port's 802.1Q keys: `vlan`, `dscp_to_pcp = { 26 = 3, default = 0 }` and
 // `pcp_to_dscp = [8 DSCPs]`.
 void load_port_vlan(Checker& c, const toml::table& t, const std::string& path, PortConf& p) {
@@ -567,7 +586,7 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         if (t == nullptr) continue;
         c.only_keys(*t, path,
                     {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac", "trust_dscp",
-                     "default_dscp", "rate", "vlan", "dscp_to_pcp", "pcp_to_dscp"});
+                     "default_dscp", "rate", "burst", "vlan", "dscp_to_pcp", "pcp_to_dscp"});
         PortConf p;
         p.name = checked_name(c, *t, path, names, sanitised, "port");
         if (auto role = c.str(*t, path, "role", true)) {
@@ -593,6 +612,7 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
             if (quantity_node(c, *r, path + ".rate", true, false, q))
                 p.rate = static_cast<uint64_t>(std::llround(q.value));
         }
+        p.burst = shaper_burst(c, *t, path, p.rate, p.mtu);
         load_port_vlan(c, *t, path, p);
         if (p.role == PortRole::outer)
             for (const char* key :
@@ -953,9 +973,26 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
         c.only_keys(*t, path,
-                    {"name", "type", "vni", "remote", "next_hop_mac", "next_hop", "routes",
-                     "outer_dscp", "ecn", "inner_dscp_on_decap", "ttl", "udp_dst_port", "port",
-                     "inner_port", "inner_mac", "inner_vlan", "udp6_zero_checksum_rx", "mtu"});
+                    {"name",
+                     "type",
+                     "vni",
+                     "remote",
+                     "next_hop_mac",
+                     "next_hop",
+                     "routes",
+                     "outer_dscp",
+                     "ecn",
+                     "inner_dscp_on_decap",
+                     "ttl",
+                     "udp_dst_port",
+                     "port",
+                     "inner_port",
+                     "inner_mac",
+                     "inner_vlan",
+                     "udp6_zero_checksum_rx",
+                     "mtu",
+                     "rate",
+                     "burst"});
         TunnelConf tc;
         tc.name = checked_name(c, *t, path, names, sanitised, "tunnel");
         if (auto s = c.str(*t, path, "inner_mac", false)) {
@@ -1091,6 +1128,21 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                         "same remote, VNI and UDP port as tunnel \"" + o.name +
                             "\": received packets could not be told apart");
         }
+        if (const toml::node* r = t->get("rate")) {
+            Quantity q;
+            if (quantity_node(c, *r, path + ".rate", true, false, q))
+                tc.rate = static_cast<uint64_t>(std::llround(q.value));
+        }
+        if (op >= 0) {
+            const PortConf& outer = cfg.ports[static_cast<size_t>(op)];
+            tc.burst = tc.rate != 0 || t->get("burst") != nullptr
+                           ? shaper_burst(c, *t, path, tc.rate, outer.mtu)
+                           : 0;
+            if (tc.rate != 0 && outer.rate != 0 && tc.rate > outer.rate)
+                c.warn(t->get("rate")->source(), path + ".rate",
+                       "the tunnel's rate exceeds its port's (" + std::to_string(outer.rate) +
+                           " bit/s): the port's shaper holds it lower");
+        }
         cfg.tunnels.push_back(std::move(tc));
         cfg.next_hop_macs.push_back(nh_mac);
     }
@@ -1101,6 +1153,163 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         c.error(n->source(), "tunnels",
                 std::to_string(all_routes.size()) + " routes: at most " +
                     std::to_string(kMaxRoutes) + " in all are supported");
+}
+
+// [[queues]]: a port's egress queues (dataplane/sched.h). A port with queues has a rate; each
+// class is in at most one queue of a port, and one queue takes "*" (everything else).
+void load_queues(Checker& c, const toml::table& root, Config& cfg) {
+    const toml::node* n = root.get("queues");
+    if (n == nullptr) return;
+    if (!n->is_array_of_tables()) {
+        c.error(n->source(), "queues", "expected an array of tables ([[queues]])");
+        return;
+    }
+    size_t i = 0;
+    std::map<size_t, std::set<std::string>> names, sanitised, classes;
+    std::map<size_t, toml::source_region> first_at;
+    std::vector<QueueConf> all;
+    for (const toml::node& e : *n->as_array()) {
+        const std::string path = "queues[" + std::to_string(i++) + "]";
+        const toml::table* t = table_at(c, e, path);
+        if (t == nullptr) continue;
+        c.only_keys(*t, path,
+                    {"port", "name", "classes", "priority", "max_rate", "limit", "weight", "ecn"});
+        QueueConf q;
+        int port = -1;
+        if (auto pn = c.str(*t, path, "port", true)) {
+            port = cfg.port_index(*pn);
+            if (port < 0)
+                c.error(t->get("port")->source(), path + ".port", "no port named \"" + *pn + "\"");
+            else if (cfg.ports[static_cast<size_t>(port)].rate == 0 &&
+                     !c.failed("ports[" + std::to_string(port) + "].rate"))
+                c.error(t->get("port")->source(), path + ".port",
+                        "port \"" + *pn +
+                            "\" has no `rate`: queues share a shaped port's rate; set it");
+        }
+        if (port < 0) continue;
+        const auto pi = static_cast<size_t>(port);
+        const PortConf& pc = cfg.ports[pi];
+        q.port = static_cast<uint16_t>(port);
+        q.name = checked_name(c, *t, path, names[pi], sanitised[pi], "queue");
+        first_at.try_emplace(pi, t->source());
+        if (t->get("classes") == nullptr)
+            c.error(t->source(), path + ".classes", "missing (required): class names, or \"*\"");
+        for (auto& [cn, where] : c.strings(*t, path, "classes")) {
+            if (cn == "*") {
+                if (q.any) c.error(where, path + ".classes", "\"*\" is given twice");
+                q.any = true;
+                if (!classes[pi].insert("*").second)
+                    c.error(where, path + ".classes",
+                            "another queue of port \"" + pc.name + "\" already takes \"*\"");
+                continue;
+            }
+            bool known = false;
+            for (const ClassRule& r : cfg.classes) known = known || r.name == cn;
+            if (!known) {
+                c.error(where, path + ".classes", "no [[classes]] named \"" + cn + "\"");
+                continue;
+            }
+            if (!classes[pi].insert(cn).second) {
+                c.error(
+                    where, path + ".classes",
+                    "class \"" + cn + "\" is already in another queue of port \"" + pc.name + "\"");
+                continue;
+            }
+            q.classes.push_back(cn);
+        }
+        if (c.word(*t, path, "priority", {"strict"})) q.strict = true;
+        if (const toml::node* w = t->get("weight")) {
+            if (q.strict)
+                c.error(w->source(), path + ".weight",
+                        "a strict queue is served before every weighted one: it has no weight "
+                        "(cap it with max_rate)");
+            else if (auto v = c.integer(*t, path, "weight", 1, 1000, false))
+                q.weight = static_cast<uint32_t>(*v);
+        }
+        if (const toml::node* mr = t->get("max_rate")) {
+            Quantity qq;
+            if (!q.strict)
+                c.error(mr->source(), path + ".max_rate",
+                        "max_rate caps a strict queue; a weighted queue's share is its weight");
+            else if (quantity_node(c, *mr, path + ".max_rate", true, true, qq)) {
+                q.max_rate = qq.percent ? static_cast<uint64_t>(std::llround(
+                                              static_cast<double>(pc.rate) * qq.value / 100.0))
+                                        : static_cast<uint64_t>(std::llround(qq.value));
+                if (q.max_rate < 8) {
+                    c.error(mr->source(), path + ".max_rate", "a rate is at least 8 bit/s");
+                    q.max_rate = 8;
+                }
+            }
+        }
+        if (const toml::node* l = t->get("limit")) {
+            Quantity qq;
+            if (quantity_node(c, *l, path + ".limit", false, false, qq))
+                q.limit = static_cast<uint64_t>(std::llround(qq.value));
+            if (q.limit < pc.mtu + 18u)
+                c.error(l->source(), path + ".limit",
+                        std::to_string(q.limit) + " bytes holds not one frame of port \"" +
+                            pc.name + "\"");
+        }
+        if (const toml::node* en = t->get("ecn")) {
+            const std::string epath = path + ".ecn";
+            if (const toml::table* et = table_at(c, *en, epath)) {
+                c.only_keys(*et, epath, {"min", "max", "max_probability"});
+                q.ecn = true;
+                const auto size = [&](const char* key) -> uint64_t {
+                    const toml::node* k = et->get(key);
+                    if (k == nullptr) {
+                        c.error(et->source(), epath + "." + key, "missing (required)");
+                        return 0;
+                    }
+                    Quantity qq;
+                    if (!quantity_node(c, *k, epath + "." + key, false, false, qq)) return 0;
+                    return static_cast<uint64_t>(std::llround(qq.value));
+                };
+                q.ecn_min = size("min");
+                q.ecn_max = size("max");
+                if (q.ecn_max != 0 && q.ecn_min > q.ecn_max)
+                    c.error(et->get("min")->source(), epath + ".min",
+                            "min " + std::to_string(q.ecn_min) + " bytes is above max " +
+                                std::to_string(q.ecn_max));
+                if (q.ecn_min == q.ecn_max && q.ecn_max != 0)
+                    q.ecn_min = q.ecn_max - 1;  // A step: every ECT packet marked from max on.
+                if (const toml::node* mp = et->get("max_probability")) {
+                    const auto v = mp->value<double>();
+                    if (!v || *v < 0 || *v > 1)
+                        c.error(mp->source(), epath + ".max_probability",
+                                "expected a probability 0.0..1.0");
+                    else
+                        q.ecn_max_probability = *v;
+                }
+                if (q.ecn_max > q.limit)
+                    c.warn(en->source(), epath + ".max",
+                           "above the queue's limit (" + std::to_string(q.limit) +
+                               " bytes): the limit drops before every packet is marked");
+            }
+        }
+        all.push_back(std::move(q));
+    }
+    // Each port's queues together, in config order; a port with queues takes "*" somewhere.
+    for (size_t p = 0; p < cfg.ports.size(); ++p) {
+        size_t count = 0;
+        for (const QueueConf& q : all)
+            if (q.port == p) {
+                cfg.queues.push_back(q);
+                ++count;
+            }
+        if (count == 0) continue;
+        if (classes[p].count("*") == 0)
+            c.error(first_at.at(p), "queues",
+                    "no queue of port \"" + cfg.ports[p].name +
+                        "\" takes unclassified traffic: give one classes = [\"*\"]");
+        if (count > kMaxQueuesPerPort)
+            c.error(first_at.at(p), "queues",
+                    "port \"" + cfg.ports[p].name + "\" has " + std::to_string(count) +
+                        " queues; at most " + std::to_string(kMaxQueuesPerPort));
+    }
+    if (cfg.queues.size() > kMaxQueues)
+        c.error(n->source(), "queues",
+                "at most " + std::to_string(kMaxQueues) + " queues in all are supported");
 }
 
 void load_neighbors(Checker& c, const toml::table& root, Config& cfg) {
@@ -1189,6 +1398,7 @@ Config build(const toml::table& root, const std::string& source_name) {
                    "policer \"" + cfg.policers[i].name + "\" is used by no class");
     }
     load_tunnels(c, root, cfg);
+    load_queues(c, root, cfg);
     load_neighbors(c, root, cfg);
     c.finish();
     cfg.warnings = c.take_warnings();

@@ -34,6 +34,7 @@ struct Config {
     std::vector<ClassRule> classes;
     std::vector<PolicerConf> policers;
     std::vector<TunnelConf> tunnels;                    // Templates not yet built.
+    std::vector<QueueConf> queues;                      // [[queues]] as written (by port).
     std::vector<std::array<uint8_t, 6>> next_hop_macs;  // Per tunnel (zero with `next_hop`).
     struct StaticNeighbor {
         uint16_t port = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <set>
 #include <string_view>
 
@@ -48,7 +49,8 @@ class Families {
     // `unclassified`: the class entries as the families of the packets no class matched.
     template <typename Family, typename Items, typename Name, typename Values>
     void list(const char* label, const Items& items, Name&& label_of, Values&& values_of,
-              bool unclassified = false) {
+              bool unclassified = false,
+              const std::function<Labels(const typename Items::value_type&)>& extra = {}) {
         std::vector<MetricFamily*> fam(Family::count, nullptr);
         for (size_t e = 0; e < Family::count; ++e) {
             const CounterInfo& c = Family::info[e];
@@ -72,8 +74,14 @@ class Families {
                     const size_t eq = el.find('=');
                     l.push_back({std::string(el.substr(0, eq)), std::string(el.substr(eq + 1))});
                 }
+                if (extra) {
+                    Labels x = extra(it);
+                    l.insert(l.end(), x.begin(), x.end());
+                }
                 if (label != nullptr) l.push_back({label, label_of(it)});
-                add(*fam[e], static_cast<double>(v[e]), std::move(l));
+                // Time is counted in nanoseconds and exposed in seconds (the families' names).
+                const double scale = Family::info[e].unit == "nanoseconds" ? 1e-9 : 1.0;
+                add(*fam[e], static_cast<double>(v[e]) * scale, std::move(l));
             }
         }
     }
@@ -175,6 +183,29 @@ std::vector<MetricFamily> metric_families(const Report& r) {
         "resolved): compare with rate(dscpgw_policer_bytes_total).",
         G, r.policers, "policer", [](const PolicerReport& p) { return p.name; },
         [](const PolicerReport& p) { return static_cast<double>(p.cir) / 8.0; });
+
+    // The egress queues: counters, and depth gauges (now, and the largest since the last scrape).
+    const auto queue_name = [](const QueueReport& q) { return q.name; };
+    const auto queue_port = [](const QueueReport& q) { return Labels{{"port", q.port}}; };
+    f.list<QueueCounter>(
+        "queue", r.queues, queue_name, [](const QueueReport& q) { return q.t; }, false, queue_port);
+    MetricFamily& qd = f.family("dscpgw_queue_depth_bytes",
+                                "Bytes (Ethernet frames) waiting in the egress queue now.", G);
+    MetricFamily& qp = f.family("dscpgw_queue_depth_max_bytes",
+                                "The egress queue's largest depth in bytes since the last scrape "
+                                "of the Prometheus endpoint.",
+                                G);
+    MetricFamily& ql =
+        f.family("dscpgw_queue_limit_bytes", "The egress queue's limit in bytes.", G);
+    for (const QueueReport& q : r.queues) {
+        Families::add(qd, d(q.depth_bytes), {{"port", q.port}, {"queue", q.name}});
+        Families::add(qp, d(q.peak_bytes), {{"port", q.port}, {"queue", q.name}});
+        Families::add(ql, d(q.limit), {{"port", q.port}, {"queue", q.name}});
+    }
+    f.each("dscpgw_port_shaper_rate_bytes_per_second",
+           "The port's shaper rate (its `rate`) in bytes per second; 0: not shaped.", G, r.ports,
+           "port", port_name,
+           [](const PortReport& p) { return static_cast<double>(p.rate) / 8.0; });
 
     f.each("dscpgw_tunnel_path_mtu_bytes",
            "Path MTU the tunnel uses now (outer IP bytes): its configured mtu, or less while an "

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "dataplane/pipeline.h"
+#include "dataplane/sched.h"
 
 namespace dscpgw {
 
@@ -36,6 +37,15 @@ PolicerTotals policer_live(const Snapshot& s, const std::vector<const WorkerStat
         ws, [&](const WorkerStats& w) -> const auto& { return w.bank[s.bank].policer; }, i);
 }
 
+QueueTotals queue_live(const Snapshot& s, const std::vector<const WorkerStats*>& ws, size_t i) {
+    return sum<QueueCounter>(
+        ws, [&](const WorkerStats& w) -> const auto& { return w.bank[s.bank].queue; }, i);
+}
+
+std::string queue_key(const Snapshot& s, size_t i) {
+    return s.ports[s.queues[i].port].name + "/" + s.queues[i].name;
+}
+
 template <size_t N>
 std::array<uint64_t, N> sum_array(const std::vector<const WorkerStats*>& ws,
                                   const Counter (WorkerStats::*field)[N]) {
@@ -56,6 +66,8 @@ void NamedTotals::fold(const Snapshot& retired, const std::vector<WorkerStats*>&
         add_to(tunnels_[retired.tunnels[i].name], tunnel_live(retired, ws, i));
     for (size_t i = 0; i < retired.policers.size(); ++i)
         add_to(policers_[retired.policers[i].name], policer_live(retired, ws, i));
+    for (size_t i = 0; i < retired.queues.size(); ++i)
+        add_to(queues_[queue_key(retired, i)], queue_live(retired, ws, i));
     for (WorkerStats* w : workers) w->bank[retired.bank].reset();
 }
 
@@ -102,8 +114,19 @@ std::vector<PolicerTotals> NamedTotals::policers(const Snapshot& cur,
     return out;
 }
 
+std::vector<QueueTotals> NamedTotals::queues(const Snapshot& cur,
+                                             const std::vector<const WorkerStats*>& ws) const {
+    std::vector<QueueTotals> out;
+    for (size_t i = 0; i < cur.queues.size(); ++i) {
+        QueueTotals t = queue_live(cur, ws, i);
+        if (auto it = queues_.find(queue_key(cur, i)); it != queues_.end()) add_to(t, it->second);
+        out.push_back(t);
+    }
+    return out;
+}
+
 void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
-                   const std::vector<const WorkerStats*>& ws) {
+                   const std::vector<const WorkerStats*>& ws, bool scrape) {
     r.generation = s.generation;
     if (r.ports.size() != s.ports.size()) {
         r.ports.resize(s.ports.size());
@@ -115,6 +138,8 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
     }
     for (size_t i = 0; i < s.ports.size(); ++i) {
         r.ports[i].mtu = s.ports[i].mtu;
+        r.ports[i].rate = s.ports[i].rate;
+        r.ports[i].burst = s.ports[i].rate != 0 ? s.ports[i].burst : 0;
         r.ports[i].t = sum<PortCounter>(
             ws, [](const WorkerStats& w) -> const auto& { return w.port; }, i);
     }
@@ -137,6 +162,8 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
         t.outer_port = s.ports[c.outer_port].name;
         t.inner_port = s.ports[c.inner_port].name;
         t.mtu = c.outer_mtu;
+        t.rate = c.rate;
+        t.burst = c.rate != 0 ? c.burst : 0;
         t.path_mtu = c.path != nullptr ? c.path->mtu.load(std::memory_order_relaxed) : c.outer_mtu;
         t.carries = carried_inner_mtu(c, t.path_mtu);
         if (t.path_mtu < t.mtu)
@@ -164,6 +191,33 @@ void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
         for (const ClassRule& cl : s.classes)
             if (cl.policer == static_cast<int>(i)) p.classes.push_back(cl.name);
         p.t = pt[i];
+    }
+    const auto qt = totals.queues(s, ws);
+    r.queues.resize(s.queues.size());
+    for (size_t i = 0; i < s.queues.size(); ++i) {
+        QueueReport& q = r.queues[i];
+        const QueueConf& c = s.queues[i];
+        q.name = c.name;
+        q.port = s.ports[c.port].name;
+        q.strict = c.strict;
+        q.implicit = c.implicit;
+        q.weight = c.strict ? 0 : c.weight;
+        q.max_rate = c.max_rate;
+        q.limit = c.limit;
+        q.ecn = c.ecn;
+        q.ecn_min = c.ecn_min;
+        q.ecn_max = c.ecn_max;
+        q.ecn_max_probability = c.ecn ? c.ecn_max_probability : 0;
+        q.classes = c.classes;
+        if (c.any) q.classes.emplace_back("*");
+        const PortSched* ps = c.port < s.scheds.size() ? s.scheds[c.port].get() : nullptr;
+        const size_t at = i - s.sched_plans[c.port].first_queue;
+        if (ps != nullptr && at < ps->queues()) {
+            q.depth_bytes = ps->depth_bytes(at);
+            q.depth_packets = ps->depth_packets(at);
+            q.peak_bytes = scrape ? const_cast<PortSched*>(ps)->take_peak(at) : ps->peak_bytes(at);
+        }
+        q.t = qt[i];
     }
     r.drops = sum_array(ws, &WorkerStats::drops);
     r.local_replies = sum_array(ws, &WorkerStats::local);
@@ -227,6 +281,35 @@ void print_counters(std::FILE* out, const Report& r) {
                          p.name.c_str(), p.t[L::green_packets], p.t[L::green_bytes],
                          p.t[L::yellow_packets], p.t[L::yellow_bytes], p.t[L::red_packets],
                          p.t[L::red_bytes]);
+    }
+    if (!r.queues.empty()) {
+        using Q = QueueCounter;
+        std::fprintf(out, "queues:\n");
+        for (const QueueReport& q : r.queues)
+            std::fprintf(out,
+                         "  %-16s sent %" PRIu64 " pkts %" PRIu64 " bytes, ce_marked %" PRIu64
+                         ", drops ecn_not_ect %" PRIu64 " limit %" PRIu64
+                         ", mean delay %.1f us, depth %" PRIu64 " bytes (max %" PRIu64 ")\n",
+                         (q.port + "/" + q.name).c_str(), q.t[Q::packets], q.t[Q::bytes],
+                         q.t[Q::ce_marked], q.t[Q::drop_not_ect], q.t[Q::drop_limit],
+                         q.t[Q::packets] ? static_cast<double>(q.t[Q::delay]) / 1e3 /
+                                               static_cast<double>(q.t[Q::packets])
+                                         : 0.0,
+                         q.depth_bytes, q.peak_bytes);
+        for (const PortReport& p : r.ports)
+            if (p.rate != 0)
+                std::fprintf(out,
+                             "  shaper %-9s %" PRIu64 " bit/s: sent %" PRIu64
+                             " bytes, throttled %.6f s\n",
+                             p.name.c_str(), p.rate, p.t[P::shaper_bytes],
+                             static_cast<double>(p.t[P::shaper_throttled]) / 1e9);
+        for (const TunnelReport& t : r.tunnels)
+            if (t.rate != 0)
+                std::fprintf(out,
+                             "  shaper %-9s %" PRIu64 " bit/s: sent %" PRIu64
+                             " bytes, throttled %.6f s\n",
+                             t.name.c_str(), t.rate, t.t[T::shaper_bytes],
+                             static_cast<double>(t.t[T::shaper_throttled]) / 1e9);
     }
     if (r.dataplane[D::pcp_rewrites] != 0 || r.dataplane[D::pcp_to_dscp] != 0)
         std::fprintf(out, "pcp: pcp_rewrites %" PRIu64 ", pcp_to_dscp %" PRIu64 "\n",

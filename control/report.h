@@ -18,6 +18,7 @@ namespace dscpgw {
 using TunnelTotals = Totals<TunnelCounter>;
 using ClassTotals = Totals<ClassCounter>;
 using PolicerTotals = Totals<PolicerCounter>;
+using QueueTotals = Totals<QueueCounter>;
 
 // Per-name totals that survive reloads. A reload retires a snapshot's bank: once no worker can
 // write it any more, fold() adds it to the totals of the names that snapshot gave its indices and
@@ -32,11 +33,14 @@ class NamedTotals {
                                       const std::vector<const WorkerStats*>& ws) const;
     std::vector<PolicerTotals> policers(const Snapshot& cur,
                                         const std::vector<const WorkerStats*>& ws) const;
+    std::vector<QueueTotals> queues(const Snapshot& cur,
+                                    const std::vector<const WorkerStats*>& ws) const;
 
   private:
     std::map<std::string, ClassTotals> classes_;
     std::map<std::string, TunnelTotals> tunnels_;
     std::map<std::string, PolicerTotals> policers_;
+    std::map<std::string, QueueTotals> queues_;  // By "port/queue".
     ClassTotals unclassified_{};
 };
 
@@ -45,8 +49,9 @@ struct PortReport {
     int link_up = -1;  // -1: unknown (no device, as in replay).
     uint32_t mtu = 0;
     uint32_t speed_mbps = 0;
-    Totals<PortCounter> t{};      // The workers'.
-    Totals<DeviceCounter> dev{};  // The device's (rte_eth_stats), where there is one.
+    uint64_t rate = 0, burst = 0;  // The shaper: bits per second, bytes (0: none).
+    Totals<PortCounter> t{};       // The workers'.
+    Totals<DeviceCounter> dev{};   // The device's (rte_eth_stats), where there is one.
 };
 
 struct ClassReport {
@@ -64,15 +69,27 @@ struct PolicerReport {
     PolicerTotals t{};
 };
 
+struct QueueReport {
+    std::string name, port;
+    bool strict = false, ecn = false, implicit = false;
+    uint32_t weight = 0;
+    uint64_t max_rate = 0, limit = 0, ecn_min = 0, ecn_max = 0;
+    double ecn_max_probability = 0;
+    std::vector<std::string> classes;  // "*" included.
+    uint64_t depth_bytes = 0, depth_packets = 0, peak_bytes = 0;
+    QueueTotals t{};
+};
+
 struct TunnelReport {
     std::string name, type, local, remote, outer_port, inner_port, next_hop;
     uint32_t vni = 0;
     uint16_t udp_port = 0;
-    int next_hop_resolved = -1;  // -1: a static next-hop MAC; 0/1: ARP/ND state.
-    uint32_t mtu = 0;            // Configured path MTU (the tunnel's mtu or its outer port's).
-    uint32_t path_mtu = 0;       // Now: lower while an ICMP error from the underlay holds.
-    uint32_t carries = 0;        // The largest inner IP packet it carries now.
-    double path_mtu_age = -1;    // Seconds since an ICMP error last lowered it; -1: configured.
+    int next_hop_resolved = -1;    // -1: a static next-hop MAC; 0/1: ARP/ND state.
+    uint32_t mtu = 0;              // Configured path MTU (the tunnel's mtu or its outer port's).
+    uint64_t rate = 0, burst = 0;  // The tunnel's shaper (0: none).
+    uint32_t path_mtu = 0;         // Now: lower while an ICMP error from the underlay holds.
+    uint32_t carries = 0;          // The largest inner IP packet it carries now.
+    double path_mtu_age = -1;      // Seconds since an ICMP error last lowered it; -1: configured.
     TunnelTotals t{};
     double cnp_encap_rate = 0, cnp_decap_rate = 0;  // Per second, over the last second.
 };
@@ -111,6 +128,7 @@ struct Report {
     ClassTotals unclassified{};
     std::vector<TunnelReport> tunnels;
     std::vector<PolicerReport> policers;
+    std::vector<QueueReport> queues;
     std::array<uint64_t, kDropReasonCount> drops{};          // By DropReason; [0] unused.
     std::array<uint64_t, kLocalReplyCount> local_replies{};  // By LocalReply; [0] unused.
     Totals<DataplaneCounter> dataplane{};
@@ -127,8 +145,9 @@ struct Report {
 
 // The counters of a Report from the snapshot and the worker blocks (what replay and the control
 // plane share); ports, neighbors and the rest are the caller's.
+// `scrape`: a Prometheus scrape, which restarts the queues' largest depths.
 void fill_counters(Report& r, const Snapshot& s, const NamedTotals& totals,
-                   const std::vector<const WorkerStats*>& ws);
+                   const std::vector<const WorkerStats*>& ws, bool scrape = false);
 
 // The summary `replay` and `run` print at the end.
 void print_counters(std::FILE* out, const Report& r);

@@ -12,6 +12,7 @@
 #include "dataplane/flow_table.h"
 #include "dataplane/local.h"
 #include "dataplane/qos.h"
+#include "dataplane/sched.h"
 #include "dataplane/stats.h"
 
 namespace dscpgw {
@@ -268,15 +269,18 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
                 count.local(v.local);
                 if (v.local == LocalReply::path_mtu && notes.tunnel_id >= 0)
                     count.path_mtu_lowered(static_cast<size_t>(notes.tunnel_id));
-                if (v.local == LocalReply::learned || v.local == LocalReply::path_mtu)
+                if (v.local == LocalReply::learned || v.local == LocalReply::path_mtu) {
                     rte_pktmbuf_free(m);
-                else
+                } else {
+                    m->hash.sched.traffic_class = kSchedOther;  // Not queued on egress.
                     sink(v.out_port, m);
+                }
                 continue;
             }
             if (v.drop != DropReason::none) {
                 count.drop(v.drop);
                 if (v.pmtu != 0 && send_too_big(s, rx_port, m, v.pmtu, count, bs)) {
+                    m->hash.sched.traffic_class = kSchedOther;
                     sink(rx_port, m);
                     continue;
                 }
@@ -285,6 +289,8 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
             }
         }
         count.forwarded<kOuter>(notes, m->pkt_len, bs);
+        // For the egress queues: what the packet is, so that they need not parse it again.
+        sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
         sink(v.out_port, m);
     }
     count.flush(rx_port, n, rx_bytes);

@@ -53,7 +53,12 @@ namespace dscpgw {
       "RoCEv2 CNPs received from the far side: its receivers slow our senders down.")        \
     X(path_mtu_lowered, "tunnel_path_mtu_lowered_total", "", "packets", "PMTU_LOWERED",      \
       "ICMP Fragmentation Needed / Packet Too Big from the underlay, quoting the gateway's " \
-      "own tunnel packets, that lowered the tunnel's path MTU.")
+      "own tunnel packets, that lowered the tunnel's path MTU.")                             \
+    X(shaper_bytes, "tunnel_shaper_bytes_total", "", "bytes", "",                            \
+      "Bytes (Ethernet frames, outer headers included) the tunnel's shaper (its rate) let "  \
+      "through.")                                                                            \
+    X(shaper_throttled, "tunnel_shaper_throttled_seconds_total", "", "nanoseconds", "",      \
+      "Time packets of the tunnel waited for its shaper's tokens (the tunnel at its rate).")
 
 // Per class, in the snapshot's counter bank; index kNoClass counts the packets no class matched.
 #define DSCPGW_CLASS_COUNTERS(X)                                                   \
@@ -82,16 +87,36 @@ namespace dscpgw {
       "yellow.")                                                                           \
     X(red_bytes, "policer_bytes_total", "colour=red", "bytes", "", "IP bytes metered red.")
 
+// Per egress queue ([[queues]], kept per port and queue name across reloads).
+#define DSCPGW_QUEUE_COUNTERS(X)                                                                \
+    X(packets, "queue_packets_total", "", "packets", "PACKETS", "Packets the queue sent.")      \
+    X(bytes, "queue_bytes_total", "", "bytes", "BYTES",                                         \
+      "Bytes (Ethernet frames as sent) the queue sent.")                                        \
+    X(ce_marked, "queue_ecn_marked_total", "", "packets", "CE_MARKED",                          \
+      "ECT packets the queue marked CE (outer and inner header) for its depth (ecn min..max).") \
+    X(drop_not_ect, "queue_drops_total", "reason=ecn_not_ect", "packets", "DROP_NOT_ECT",       \
+      "Packets the queue dropped, by cause: ecn_not_ect = a Not-ECT packet at or above ecn "    \
+      "max; limit = the queue held `limit` bytes.")                                             \
+    X(drop_limit, "queue_drops_total", "reason=limit", "packets", "DROP_LIMIT",                 \
+      "Packets dropped because the queue was at its limit.")                                    \
+    X(delay, "queue_delay_seconds_total", "", "nanoseconds", "",                                \
+      "Sum of the time the queue's packets waited (divide by queue_packets_total: the mean "    \
+      "delay).")
+
 // Per port, what the workers moved.
-#define DSCPGW_PORT_COUNTERS(X)                                                      \
-    X(rx_packets, "port_dataplane_rx_packets_total", "", "packets", "RX_PKTS",       \
-      "Packets the workers took from the port's RX queues.")                         \
-    X(rx_bytes, "port_dataplane_rx_bytes_total", "", "bytes", "RX_BYTES",            \
-      "Bytes of the packets the workers took from the port's RX queues.")            \
-    X(tx_packets, "port_dataplane_tx_packets_total", "", "packets", "TX_PKTS",       \
-      "Packets the workers handed to the port's TX queues and the device accepted.") \
-    X(tx_bytes, "port_dataplane_tx_bytes_total", "", "bytes", "TX_BYTES",            \
-      "Bytes of the packets the workers handed to the port and the device accepted.")
+#define DSCPGW_PORT_COUNTERS(X)                                                              \
+    X(rx_packets, "port_dataplane_rx_packets_total", "", "packets", "RX_PKTS",               \
+      "Packets the workers took from the port's RX queues.")                                 \
+    X(rx_bytes, "port_dataplane_rx_bytes_total", "", "bytes", "RX_BYTES",                    \
+      "Bytes of the packets the workers took from the port's RX queues.")                    \
+    X(tx_packets, "port_dataplane_tx_packets_total", "", "packets", "TX_PKTS",               \
+      "Packets the workers handed to the port's TX queues and the device accepted.")         \
+    X(tx_bytes, "port_dataplane_tx_bytes_total", "", "bytes", "TX_BYTES",                    \
+      "Bytes of the packets the workers handed to the port and the device accepted.")        \
+    X(shaper_bytes, "port_shaper_bytes_total", "", "bytes", "",                              \
+      "Bytes (Ethernet frames as sent) the port's egress scheduler let through its shaper.") \
+    X(shaper_throttled, "port_shaper_throttled_seconds_total", "", "nanoseconds", "",        \
+      "Time packets waited for the port shaper's tokens: the port was sending at its rate.")
 
 // Gateway-wide, summed over the workers.
 #define DSCPGW_DATAPLANE_COUNTERS(X)                                                              \
@@ -161,6 +186,7 @@ struct CounterInfo {
 DSCPGW_FAMILY(TunnelCounter, DSCPGW_TUNNEL_COUNTERS)
 DSCPGW_FAMILY(ClassCounter, DSCPGW_CLASS_COUNTERS)
 DSCPGW_FAMILY(PolicerCounter, DSCPGW_POLICER_COUNTERS)
+DSCPGW_FAMILY(QueueCounter, DSCPGW_QUEUE_COUNTERS)
 DSCPGW_FAMILY(PortCounter, DSCPGW_PORT_COUNTERS)
 DSCPGW_FAMILY(DataplaneCounter, DSCPGW_DATAPLANE_COUNTERS)
 DSCPGW_FAMILY(WorkerCounter, DSCPGW_WORKER_COUNTERS)

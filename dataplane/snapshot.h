@@ -18,6 +18,7 @@ namespace dscpgw {
 
 class NeighborTable;
 struct PolicerState;  // dataplane/policer.h
+class PortSched;      // dataplane/sched.h
 
 // Whether the first `len` bits of `a` equal those of `net` (which has no bits set beyond them
 // unless `masked_net` is false, as for an interface address like 10.10.0.1/24).
@@ -35,7 +36,9 @@ inline constexpr size_t kMaxPorts = 16;
 inline constexpr size_t kMaxClasses = 64;
 inline constexpr size_t kMaxTunnels = 256;
 inline constexpr size_t kMaxPolicers = 64;
-inline constexpr size_t kMaxAdaptiveRules = 8;           // Per class.
+inline constexpr size_t kMaxAdaptiveRules = 8;  // Per class.
+inline constexpr size_t kMaxQueues = 64;        // All ports' [[queues]] together.
+inline constexpr size_t kMaxQueuesPerPort = 8;
 inline constexpr size_t kMaxOuterHdr = 14 + 40 + 8 + 8;  // Ethernet + IPv6 + UDP + VXLAN/Geneve.
 
 enum class PortRole : uint8_t { inner, outer };
@@ -75,6 +78,35 @@ struct PolicerConf {
     bool colour_aware = false;
     int16_t yellow = kColourKeep;  // Or a DSCP.
     int16_t red = kColourDrop;     // Or a DSCP.
+};
+
+// A `[[queues]]` entry of a port's egress scheduler (dataplane/sched.h). Sizes in bytes of
+// Ethernet frames as sent; rates in bits per second ("%" of the port's rate resolved).
+struct QueueConf {
+    std::string name;
+    uint16_t port = 0;
+    std::vector<std::string> classes;  // Class names; "*" in `any`.
+    bool any = false;                  // Takes unclassified traffic and every class not named.
+    bool strict = false;
+    uint64_t max_rate = 0;  // Strict queues' cap; 0: none.
+    uint64_t limit = 1000000;
+    uint32_t weight = 1;  // Weighted queues.
+    bool ecn = false;
+    uint64_t ecn_min = 0, ecn_max = 0;
+    double ecn_max_probability = 1.0;
+    bool implicit = false;  // The one queue of a port with a rate and no [[queues]].
+};
+
+// How a snapshot maps its packets onto a port's scheduler (indices are the snapshot's; the
+// scheduler itself knows queues and nodes only by position).
+struct SchedPlan {
+    bool on = false;
+    bool classify_decap = false;  // More than one queue: decapsulated packets are classified.
+    uint16_t first_queue = 0;     // Snapshot::queues index of the port's first queue.
+    uint16_t nqueues = 0;
+    std::array<uint8_t, kMaxClasses + 1> class_queue{};  // [class + 1] -> queue (0: none).
+    std::vector<uint16_t> tunnel_node;                   // Per tunnel: node (0: the port's own).
+    std::vector<int16_t> node_tunnel;                    // Per node: tunnel (-1 for node 0).
 };
 
 struct ClassRule {
@@ -132,7 +164,8 @@ struct PortConf {
     // (`trust_dscp`), or `default_dscp` is used there instead.
     bool trust_dscp = false;
     uint8_t default_dscp = 0;
-    uint64_t rate = 0;  // `rate`: the line rate in bits per second (0: not given).
+    uint64_t rate = 0;   // `rate`: the line rate in bits per second (0: not given); the shaper.
+    uint64_t burst = 0;  // `burst`: the shaper's depth in bytes (with rate).
     // Inner ports: `vlan` (0: untagged LAN), frames in must carry it and decapsulated frames leave
     // with it, their PCP from `dscp_to_pcp` (0 without); `pcp_to_dscp`: the DSCP of tagged frames
     // no class matched, from their PCP.
@@ -213,7 +246,8 @@ struct TunnelConf {
     // inner port's MAC) -> inner_mac (the far end's router or VXLAN device).
     bool has_inner_mac = false;
     std::array<uint8_t, 6> inner_mac{}, inner_src_mac{};
-    bool tx_udp_offload = false;  // The outer port's device computes UDP checksums on transmit.
+    bool tx_udp_offload = false;   // The outer port's device computes UDP checksums on transmit.
+    uint64_t rate = 0, burst = 0;  // `rate`/`burst`: the tunnel's shaper (0: none), bits/s, bytes.
     std::array<uint8_t, 16> next_hop{};
 
     // Outer header template: Ethernet + IPv4/IPv6 + UDP + VXLAN/Geneve, lengths, TOS, checksum and
@@ -287,6 +321,12 @@ struct Snapshot {
     std::vector<std::shared_ptr<PolicerState>> meters;
     std::vector<TunnelConf> tunnels;
     std::unique_ptr<TunnelPath[]> paths;  // One per tunnel.
+    // Egress: every port's queues, the port's first; per port the plan (how this snapshot's
+    // classes and tunnels map onto its scheduler) and the scheduler, shared like the meters so
+    // that a reload keeping a port's policy keeps its queued packets (carry_scheds()).
+    std::vector<QueueConf> queues;
+    std::vector<SchedPlan> sched_plans;
+    std::vector<std::shared_ptr<PortSched>> scheds;
     rte_lpm* lpm4 = nullptr;
     rte_lpm6* lpm6 = nullptr;
     rte_hash* decap = nullptr;

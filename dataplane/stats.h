@@ -22,8 +22,10 @@ struct ConfigCounters {
     CounterBlock<ClassCounter, kMaxClasses + 1> cls;  // Last: no class matched (kNoClass).
     CounterBlock<TunnelCounter, kMaxTunnels> tunnel;
     CounterBlock<PolicerCounter, kMaxPolicers> policer;
+    CounterBlock<QueueCounter, kMaxQueues> queue;
 
     void reset() {
+        queue.reset();
         cls.reset();
         tunnel.reset();
         policer.reset();

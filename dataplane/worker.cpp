@@ -6,6 +6,7 @@
 #include <rte_ring.h>
 
 #include "dataplane/burst.h"
+#include "dataplane/sched.h"
 
 namespace dscpgw {
 
@@ -31,11 +32,66 @@ void flush(const WorkerContext& c, size_t port, TxQueue& q) {
     q.n = 0;
 }
 
+// The packets one RX burst left for a scheduled port.
+struct SchedStage {
+    uint16_t n = 0;
+    rte_mbuf* pkts[kBurst];
+};
+
+// Sends what the port's scheduler lets go at `now`, on the scheduler's TX queue. Under its lock.
+void sched_drain(const WorkerContext& c, const Snapshot& s, size_t port, PortSched& ps,
+                 uint64_t now, ConfigCounters& cc) {
+    Departure out[kBurst];
+    rte_mbuf* pkts[kBurst];
+    std::atomic_flag* tl = c.sched_tx_lock != nullptr ? &c.sched_tx_lock[port] : nullptr;
+    for (unsigned round = 0; round < 8; ++round) {
+        const unsigned n =
+            ps.dequeue(s, static_cast<uint16_t>(port), now, out, kBurst, *c.stats, cc);
+        if (n == 0) return;
+        uint64_t bytes = 0;
+        for (unsigned i = 0; i < n; ++i) {
+            pkts[i] = out[i].m;
+            bytes += out[i].m->pkt_len;
+        }
+        if (tl != nullptr)
+            while (tl->test_and_set(std::memory_order_acquire)) rte_pause();
+        const uint16_t sent =
+            rte_eth_tx_burst(c.eth_port[port], c.sched_queue[port], pkts, static_cast<uint16_t>(n));
+        if (tl != nullptr) tl->clear(std::memory_order_release);
+        for (unsigned i = sent; i < n; ++i) {
+            bytes -= pkts[i]->pkt_len;
+            rte_pktmbuf_free(pkts[i]);
+        }
+        c.stats->port[PortCounter::tx_packets][port].add(sent);
+        c.stats->port[PortCounter::tx_bytes][port].add(bytes);
+        if (sent != n) c.stats->dataplane[DataplaneCounter::tx_failed][0].add(n - sent);
+        if (n < kBurst) return;
+    }
+}
+
+// Queues a burst's packets for `port` and sends what may go now.
+void sched_run(const WorkerContext& c, const Snapshot& s, size_t port, SchedStage& stage,
+               uint64_t now) {
+    if (stage.n == 0) return;
+    PortSched& ps = *s.scheds[port];
+    ConfigCounters& cc = c.stats->bank[s.bank];
+    ps.lock();
+    for (uint16_t i = 0; i < stage.n; ++i) {
+        const EnqResult r = ps.enqueue(s, static_cast<uint16_t>(port), stage.pkts[i], now, cc);
+        if (r.action == EnqAction::drop_limit || r.action == EnqAction::drop_not_ect)
+            rte_pktmbuf_free(stage.pkts[i]);
+    }
+    stage.n = 0;
+    sched_drain(c, s, port, ps, now, cc);
+    ps.unlock();
+}
+
 }  // namespace
 
 int worker_main(void* arg) {
     const WorkerContext& c = *static_cast<const WorkerContext*>(arg);
     TxQueue txq[kMaxPorts];
+    SchedStage stage[kMaxPorts];
     BurstState bs;
     bs.flows = c.flows;
     // The `adaptive` rules' flow rates: this worker's, allocated once before the loop.
@@ -59,13 +115,30 @@ int worker_main(void* arg) {
             process_burst(
                 s, static_cast<uint16_t>(p), pkts, n, st, bs,
                 [&](uint16_t out, rte_mbuf* m) {
+                    if (s.scheds[out] != nullptr && m->hash.sched.traffic_class != kSchedOther) {
+                        SchedStage& g = stage[out];
+                        g.pkts[g.n++] = m;
+                        if (g.n == kBurst) sched_run(c, s, out, g, t0);
+                        return;
+                    }
                     TxQueue& q = txq[out];
                     q.pkts[q.n++] = m;
                     if (q.n == kBurst) flush(c, out, q);
                 },
                 NoObserver{});
             // Drain after each RX burst: latency stays one burst, and no timer is needed.
-            for (size_t o = 0; o < nports; ++o) flush(c, o, txq[o]);
+            for (size_t o = 0; o < nports; ++o) {
+                flush(c, o, txq[o]);
+                sched_run(c, s, o, stage[o], t0);
+            }
+        }
+        // Shaped ports send as their tokens come, whoever's poll it is; a worker that finds
+        // another one at it goes on.
+        for (size_t o = 0; o < nports; ++o) {
+            PortSched* ps = s.scheds[o].get();
+            if (ps == nullptr || ps->backlog() == 0 || !ps->try_lock()) continue;
+            sched_drain(c, s, o, *ps, rte_rdtsc(), st.bank[s.bank]);
+            ps->unlock();
         }
         if (c.inject != nullptr) {
             rte_mbuf* ctl[kBurst];

@@ -26,6 +26,11 @@ struct WorkerContext {
     std::vector<uint8_t>
         poll_rx;         // Config port index -> whether this worker polls an RX queue there.
     uint16_t queue = 0;  // This worker's RX queue (where polled) and TX queue on every port.
+    // Config port index -> the TX queue the port's egress scheduler sends on (whoever holds its
+    // lock sends: one queue keeps its packets in order), and the lock of that queue when it is
+    // shared by the workers (nullptr: the worker's own queue).
+    std::vector<uint16_t> sched_queue;
+    std::atomic_flag* sched_tx_lock = nullptr;  // One per port.
     WorkerStats* stats = nullptr;
     const std::atomic<bool>* stop = nullptr;
     rte_ring* inject =

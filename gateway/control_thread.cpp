@@ -20,6 +20,7 @@
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/qos.h"
+#include "dataplane/sched.h"
 
 #ifndef DSCPGW_VERSION
 #define DSCPGW_VERSION "unknown"
@@ -254,6 +255,7 @@ bool ControlPlane::reload_locked(std::string& msg) {
     snap->generation = setup_.snap->generation + 1;
     carry_path_mtus(*setup_.snap, *snap);
     carry_meters(*setup_.snap, *snap);
+    carry_scheds(*setup_.snap, *snap);
     // Publish, then wait until every worker has finished the poll it may have begun under the
     // old snapshot; only then is the old one (and its counter bank) no longer in use.
     published_.store(snap.get(), std::memory_order_release);
@@ -261,6 +263,8 @@ bool ControlPlane::reload_locked(std::string& msg) {
     // wait's acquire loads are compiled here, where ThreadSanitizer sees them (DPDK's libraries
     // are not instrumented, and an unseen wait reads as a race on everything freed after it).
     rte_rcu_qsbr_check(rcu_, rte_rcu_qsbr_start(rcu_), true);
+    // Packets queued in a scheduler the new policy replaced go on in the new one.
+    migrate_backlogs(*setup_.snap, *snap);
     totals_.fold(*setup_.snap, stats_ptrs_);
     std::swap(setup_.snap, snap);
     setup_.cfg = std::move(next);

@@ -6,6 +6,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "dataplane/burst.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/qos.h"
+#include "dataplane/sched.h"
 #include "gateway/commands.h"
 #include "gateway/eal.h"
 
@@ -42,7 +44,8 @@ std::string qos_trace(const PacketNotes& n) {
     return q;
 }
 
-void print_trace(uint64_t index, const Snapshot& s, const Verdict& v, const PacketNotes& n) {
+std::string trace_line(uint64_t index, const Snapshot& s, const Verdict& v, const PacketNotes& n) {
+    char line[1024];
     const char* cls = "-";
     if (n.outer_path)
         cls = "(decap)";
@@ -58,18 +61,43 @@ void print_trace(uint64_t index, const Snapshot& s, const Verdict& v, const Pack
     const char* tun =
         n.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(n.tunnel_id)].name.c_str() : "-";
     if (v.local != LocalReply::none)
-        std::printf("%" PRIu64 " class=- dscp=- tunnel=- reply=%s port=%s\n", index,
-                    std::string(kLocalReplyInfo[static_cast<size_t>(v.local)].name).c_str(),
-                    s.ports[v.out_port].name.c_str());
+        std::snprintf(line, sizeof line, "%" PRIu64 " class=- dscp=- tunnel=- reply=%s port=%s",
+                      index,
+                      std::string(kLocalReplyInfo[static_cast<size_t>(v.local)].name).c_str(),
+                      s.ports[v.out_port].name.c_str());
     else if (v.drop == DropReason::none)
-        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s%s\n", index, cls, dscp,
-                    tun, n.outer_path ? "decap" : "encap", s.ports[v.out_port].name.c_str(),
-                    n.outer_remarked ? " outer_dscp_remarked" : "", n.ce_marked ? " ce_marked" : "",
-                    qos_trace(n).c_str());
+        std::snprintf(line, sizeof line, "%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s%s",
+                      index, cls, dscp, tun, n.outer_path ? "decap" : "encap",
+                      s.ports[v.out_port].name.c_str(),
+                      n.outer_remarked ? " outer_dscp_remarked" : "",
+                      n.ce_marked ? " ce_marked" : "", qos_trace(n).c_str());
     else
-        std::printf("%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s%s\n", index, cls, dscp, tun,
-                    std::string(drop_reason_name(v.drop)).c_str(), v.pmtu ? " pmtu" : "",
-                    qos_trace(n).c_str());
+        std::snprintf(line, sizeof line, "%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s%s",
+                      index, cls, dscp, tun, std::string(drop_reason_name(v.drop)).c_str(),
+                      v.pmtu ? " pmtu" : "", qos_trace(n).c_str());
+    return line;
+}
+
+// The egress queue's part of a trace line: which queue, its depth before the packet, and what
+// it did (marked CE, dropped and why).
+std::string queue_trace(const Snapshot& s, uint16_t port, const EnqResult& r) {
+    if (r.action == EnqAction::bypass || r.queue < 0) return "";
+    const QueueConf& q = s.queues[s.sched_plans[port].first_queue + static_cast<size_t>(r.queue)];
+    std::string t = " queue=" + q.name + " depth=" + std::to_string(r.depth);
+    if (r.action == EnqAction::marked) t += " ce";
+    if (r.action == EnqAction::drop_limit) t += " queue_drop=limit";
+    if (r.action == EnqAction::drop_not_ect) t += " queue_drop=ecn_not_ect";
+    return t;
+}
+
+// A time on the TSC's scale back to capture nanoseconds (rounded up: the inverse of capture_tsc).
+timeval tsc_to_ts(uint64_t t, uint64_t hz) {
+    __extension__ typedef unsigned __int128 u128;
+    const auto ns = static_cast<uint64_t>((static_cast<u128>(t) * 1000000000u + hz - 1) / hz);
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(ns / 1000000000u);
+    tv.tv_usec = static_cast<suseconds_t>(ns % 1000000000u);
+    return tv;
 }
 
 // The timestamp precision of a capture file: nanoseconds for the 0xa1b23c4d magic (either byte
@@ -174,8 +202,15 @@ int cmd_replay(const ReplayOptions& o) {
         // One buffer size that holds any capturable frame, as a jumbo-capable port's pool would.
         constexpr uint16_t kDataRoom = UINT16_MAX;
         rte_mempool* pool =
-            rte_pktmbuf_pool_create("replay", 4 * kBurst - 1, 0, 0, kDataRoom, SOCKET_ID_ANY);
-        if (pool == nullptr) {
+            rte_pktmbuf_pool_create("replay", 8 * kBurst - 1, 0, 0, kDataRoom, SOCKET_ID_ANY);
+        // The egress queues hold frames while they wait: buffers for the usual sizes in numbers.
+        bool queued = false;
+        for (const auto& q : snap->scheds) queued |= q != nullptr;
+        rte_mempool* small = queued
+                                 ? rte_pktmbuf_pool_create("replay_q", 65535, 0, 0,
+                                                           RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY)
+                                 : nullptr;
+        if (pool == nullptr || (queued && small == nullptr)) {
             std::fprintf(stderr, "dscpgw replay: cannot create mbuf pool: %s\n",
                          rte_strerror(rte_errno));
             return 1;
@@ -193,6 +228,52 @@ int cmd_replay(const ReplayOptions& o) {
             bs[w].rates = rates.back().get();
         }
         const uint32_t max_frame = kDataRoom - RTE_PKTMBUF_HEADROOM;
+        struct Tx {
+            uint16_t port;
+            rte_mbuf* m;
+            timeval ts;
+            unsigned worker;
+        };
+        // Every scheduler sends what may leave by `now`; the frames in departure order.
+        const auto advance = [&](uint64_t now, std::vector<Tx>& tx) {
+            const size_t from = tx.size();
+            std::vector<std::pair<uint64_t, size_t>> order;
+            for (size_t p = 0; p < snap->scheds.size(); ++p) {
+                PortSched* ps = snap->scheds[p].get();
+                if (ps == nullptr) continue;
+                Departure d[kBurst];
+                for (unsigned got;
+                     (got = ps->dequeue(*snap, static_cast<uint16_t>(p), now, d, kBurst, *stats[0],
+                                        stats[0]->bank[snap->bank])) != 0;)
+                    for (unsigned i = 0; i < got; ++i) {
+                        order.emplace_back(d[i].time, tx.size());
+                        tx.push_back(
+                            {static_cast<uint16_t>(p), d[i].m, tsc_to_ts(d[i].time, hz), 0});
+                    }
+            }
+            if (order.size() < 2) return;
+            std::stable_sort(order.begin(), order.end(),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+            std::vector<Tx> sorted;
+            for (const auto& [t, i] : order) sorted.push_back(tx[i]);
+            std::copy(sorted.begin(), sorted.end(), tx.begin() + static_cast<ptrdiff_t>(from));
+        };
+        const auto write = [&](std::vector<Tx>& tx) {
+            for (const Tx& t : tx) {
+                pcap_pkthdr ph{};
+                ph.ts = t.ts;
+                // The dumper writes tv_usec as is: nanoseconds into a nanosecond file.
+                if (precision == PCAP_TSTAMP_PRECISION_MICRO) ph.ts.tv_usec /= 1000;
+                ph.caplen = ph.len = t.m->pkt_len;
+                pcap_dump(reinterpret_cast<u_char*>(out), &ph,
+                          rte_pktmbuf_mtod(t.m, const u_char*));
+                stats[t.worker]->port[PortCounter::tx_packets][t.port].inc();
+                stats[t.worker]->port[PortCounter::tx_bytes][t.port].add(t.m->pkt_len);
+                rte_pktmbuf_free(t.m);
+            }
+            tx.clear();
+        };
+
         uint64_t index = 0, skipped = 0;
         bool done = false;
         while (!done) {
@@ -223,9 +304,15 @@ int cmd_replay(const ReplayOptions& o) {
                     ++skipped;
                     continue;
                 }
-                rte_mbuf* m = rte_pktmbuf_alloc(pool);
+                rte_mbuf* m = nullptr;
+                if (small != nullptr && h->caplen + kMaxOuterHdr <= RTE_MBUF_DEFAULT_DATAROOM)
+                    m = rte_pktmbuf_alloc(small);
+                if (m == nullptr) m = rte_pktmbuf_alloc(pool);
                 if (m == nullptr) {
-                    std::fprintf(stderr, "dscpgw replay: mbuf pool exhausted\n");
+                    std::fprintf(stderr,
+                                 "dscpgw replay: frame %" PRIu64
+                                 ": out of buffers (the egress queues hold too many frames)\n",
+                                 index);
                     return 1;
                 }
                 std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(h->caplen)), bytes,
@@ -236,12 +323,6 @@ int cmd_replay(const ReplayOptions& o) {
                 burst[n++] = m;
             }
             if (n == 0) continue;
-            struct Tx {
-                uint16_t port;
-                rte_mbuf* m;
-                timeval ts;
-                unsigned worker;
-            };
             std::vector<Tx> tx;
             // The observer runs for every packet, in order, before the sink may take it; its
             // running position tells the sink which input frame it got.
@@ -251,31 +332,37 @@ int cmd_replay(const ReplayOptions& o) {
             for (uint16_t k = 0; k < n; ++k) {
                 const unsigned w = replay_worker(burst[k], nw);
                 bs[w].now_tsc = times[k];
+                // The queues first send what left before this frame arrived.
+                advance(times[k], tx);
+                std::string line;
                 process_burst(
                     *snap, static_cast<uint16_t>(rx_port), burst + k, 1, *stats[w], bs[w],
                     [&](uint16_t port, rte_mbuf* m) {
-                        tx.push_back({port, m, hdrs[seen - 1].ts, w});
+                        PortSched* ps = snap->scheds[port].get();
+                        if (ps == nullptr || m->hash.sched.traffic_class == kSchedOther) {
+                            tx.push_back({port, m, hdrs[seen - 1].ts, w});
+                            return;
+                        }
+                        const EnqResult r =
+                            ps->enqueue(*snap, port, m, times[k], stats[w]->bank[snap->bank]);
+                        line += queue_trace(*snap, port, r);
+                        if (r.action == EnqAction::drop_limit ||
+                            r.action == EnqAction::drop_not_ect)
+                            rte_pktmbuf_free(m);
                     },
                     [&](const rte_mbuf*, const Verdict& v, const PacketNotes& notes) {
                         ++seen;
-                        if (o.trace) print_trace(idxs[seen - 1], *snap, v, notes);
+                        if (o.trace) line = trace_line(idxs[seen - 1], *snap, v, notes);
                     });
+                if (o.trace) std::printf("%s\n", line.c_str());
+                // An idle queue sends the frame at once.
+                advance(times[k], tx);
             }
             // Replay is its own control thread: it creates the neighbor entries workers asked for
             // (it sends no probes).
             neighbors.drain_requests(rte_rdtsc());
-            for (const Tx& t : tx) {
-                pcap_pkthdr ph{};
-                ph.ts = t.ts;
-                // The dumper writes tv_usec as is: nanoseconds into a nanosecond file.
-                if (precision == PCAP_TSTAMP_PRECISION_MICRO) ph.ts.tv_usec /= 1000;
-                ph.caplen = ph.len = t.m->pkt_len;
-                pcap_dump(reinterpret_cast<u_char*>(out), &ph,
-                          rte_pktmbuf_mtod(t.m, const u_char*));
-                stats[t.worker]->port[PortCounter::tx_packets][t.port].inc();
-                stats[t.worker]->port[PortCounter::tx_bytes][t.port].add(t.m->pkt_len);
-                rte_pktmbuf_free(t.m);
-            }
+            if (done) advance(UINT64_MAX - 1, tx);  // What the queues still hold, as it leaves.
+            write(tx);
         }
         pcap_dump_close(out);
         pcap_close(dead);
@@ -293,7 +380,9 @@ int cmd_replay(const ReplayOptions& o) {
                 std::printf("  %-16u rx %" PRIu64 " pkts\n", w,
                             stats[w]->port[PortCounter::rx_packets][rx_port].get());
         }
+        for (auto& q : snap->scheds) q.reset();  // Their frames go back to the pools first.
         rte_mempool_free(pool);
+        rte_mempool_free(small);
     }
     rte_eal_cleanup();
     return rc;

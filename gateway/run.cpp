@@ -80,7 +80,9 @@ bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& pla
     }
     plan.rxq = static_cast<uint16_t>(
         std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
-    plan.txq = static_cast<uint16_t>(workers);
+    // One more TX queue, where the device has it, for the egress scheduler (dataplane/sched.h):
+    // whichever worker runs it sends there, so its packets leave in the order it chose.
+    plan.txq = static_cast<uint16_t>(workers + (info.max_tx_queues > workers ? 1 : 0));
     return true;
 }
 
@@ -266,6 +268,16 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
         // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
         socket_mbufs[ports.socket[i]] +=
             ports.plans[i].rxq * kRxDesc + ports.plans[i].txq * kTxDesc + workers * 2 * kBurst;
+        // A shaped port's queues hold mbufs: room for their limits in 512-byte frames on average
+        // (a reload that raises the limits past it runs short at RX: rx_nombuf).
+        if (pc.rate != 0) {
+            uint64_t limits = 0;
+            for (const QueueConf& q : cfg.queues)
+                if (q.port == i) limits += q.limit;
+            if (limits == 0) limits = QueueConf{}.limit;
+            socket_mbufs[ports.socket[i]] +=
+                static_cast<uint32_t>(std::min<uint64_t>(limits / 512, 32768));
+        }
     }
     const uint32_t room =
         std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, max_mtu + 14 + 8 + 4) + RTE_PKTMBUF_HEADROOM;
@@ -312,6 +324,15 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
                unsigned workers, rte_ring* inject) {
     const bool on_main = lcores.empty();
     std::vector<WorkerContext> ctxs(workers);
+    // The locks of the schedulers' own TX queues, shared by the workers.
+    const auto tx_locks = std::make_unique<std::atomic_flag[]>(kMaxPorts);
+    for (size_t p = 0; p < ports.plans.size(); ++p)
+        if (ports.plans[p].txq <= workers && workers > 1)
+            std::fprintf(stderr,
+                         "dscpgw: port %zu: the device has no TX queue for the egress scheduler; "
+                         "shaped packets leave by the sending worker's queue and may be "
+                         "reordered\n",
+                         p);
     for (unsigned w = 0; w < workers; ++w) {
         WorkerContext& c = ctxs[w];
         c.snap = cp.published();
@@ -322,7 +343,11 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
         c.stats = cp.stats(w);
         c.stop = &g_stop;
         c.inject = w == 0 ? inject : nullptr;
-        for (const PortPlan& plan : ports.plans) c.poll_rx.push_back(w < plan.rxq ? 1 : 0);
+        for (const PortPlan& plan : ports.plans) {
+            c.poll_rx.push_back(w < plan.rxq ? 1 : 0);
+            c.sched_queue.push_back(static_cast<uint16_t>(plan.txq > workers ? workers : w));
+        }
+        c.sched_tx_lock = tx_locks.get();
     }
     const auto t0 = std::chrono::steady_clock::now();
     // The control loop: the control socket, SIGHUP reloads, neighbors, flows, link changes.
