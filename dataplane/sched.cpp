@@ -92,7 +92,8 @@ std::string PortSched::signature(const Snapshot& s, uint16_t port) {
 PortSched::PortSched(const Snapshot& s, uint16_t port, uint64_t hz)
     : sig_(signature(s, port)), hz_(hz) {
     const PortConf& p = s.ports[port];
-    port_.set(p.rate, std::max<uint64_t>(p.burst, max_frame(p)), hz);
+    lref_ = max_frame(p);
+    port_.set(p.rate, std::max<uint64_t>(p.burst, lref_), hz);
     size_t nodes = 1;
     for (const TunnelConf& t : s.tunnels)
         if (t.outer_port == port && t.rate != 0) ++nodes;
@@ -103,6 +104,7 @@ PortSched::PortSched(const Snapshot& s, uint16_t port, uint64_t hz)
             nodes_[k++].set(t.rate, std::max<uint64_t>(t.burst, max_frame(p)), hz);
     for (const QueueConf& qc : s.queues) nq_ += qc.port == port;
     q_ = std::make_unique<Queue[]>(nq_);
+    ef_.assign(nq_ * nodes, UINT64_MAX);
     uint32_t min_weight = UINT32_MAX;
     for (const QueueConf& qc : s.queues)
         if (qc.port == port && !qc.strict) min_weight = std::min(min_weight, qc.weight);
@@ -236,29 +238,43 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
     uint16_t node_q[kMaxQueuesPerPort];
     while (n < max && backlog() != 0) {
         uint64_t tmin = UINT64_MAX;
+        const size_t nn = nodes_.size();
+        // When the port has tokens for its largest frame: every queue's head is judged by that,
+        // so that a shorter frame does not win a turn for its length alone (the tokens a shorter
+        // one leaves stay in the bucket, which holds at least that frame: the rate is kept).
+        const uint64_t port_ready = port_.eligible(lref_);
         for (size_t i = 0; i < nq_; ++i) {
             Queue& q = q_[i];
             e_q[i] = UINT64_MAX;
             if (q.pkts == 0) continue;
-            const size_t nn = q.fifo.size();
-            for (size_t j = 0; j < nn; ++j) {
-                const size_t k = (q.rr + j) % nn;
+            for (size_t k = 0; k < nn; ++k) {
                 Fifo& f = q.fifo[k];
+                uint64_t& e = ef_[i * nn + k];
+                e = UINT64_MAX;
                 if (f.empty()) continue;
                 const SchedEntry& h = f.front();
                 const uint32_t len = h.m->pkt_len;
-                uint64_t e = std::max({h.t_enq, port_.eligible(len), nodes_[k].eligible(len)});
+                e = std::max({h.t_enq, port_ready, nodes_[k].eligible(len)});
                 if (q.strict) e = std::max(e, q.cap.eligible(len));
-                if (e < e_q[i]) {
-                    e_q[i] = e;
-                    node_q[i] = static_cast<uint16_t>(k);
-                }
+                e_q[i] = std::min(e_q[i], e);
             }
             tmin = std::min(tmin, e_q[i]);
         }
         if (tmin == UINT64_MAX) break;
         const uint64_t t = std::max(clock_, tmin);
         if (t > now) break;
+        // Within a queue, the nodes (the port's own traffic, each shaped tunnel) eligible at t
+        // take turns.
+        for (size_t i = 0; i < nq_; ++i) {
+            if (e_q[i] > t) continue;
+            for (size_t j = 0; j < nn; ++j) {
+                const size_t k = (q_[i].rr + j) % nn;
+                if (ef_[i * nn + k] <= t) {
+                    node_q[i] = static_cast<uint16_t>(k);
+                    break;
+                }
+            }
+        }
         // Strict queues first, in config order; then deficit round robin over the weighted ones
         // eligible now (a visit adds the quantum once; the quantum covers the largest frame, so
         // a round serves every eligible queue).
@@ -295,7 +311,7 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
         // Whose tokens held it, and for how long: since it was queued or the last departure.
         const uint64_t base = std::max(clock_, h.t_enq);
         if (t > base) {
-            const uint64_t pe = port_.eligible(len), ne = nodes_[k].eligible(len);
+            const uint64_t pe = port_ready, ne = nodes_[k].eligible(len);
             const uint64_t waited = ticks_to_ns(t - base, hz_);
             if (pe > base && pe >= ne)
                 st.port[PortCounter::shaper_throttled][port].add(waited);

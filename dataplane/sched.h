@@ -152,8 +152,10 @@ class PortSched {
     std::string sig_;
     std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
     uint64_t hz_ = 0;
+    uint32_t lref_ = 0;  // The port's largest frame.
     Shaper port_;
     std::vector<Shaper> nodes_;  // Node 0 (the port's own traffic) has no shaper.
+    std::vector<uint64_t> ef_;   // Scratch of dequeue(): each queue's and node's eligible time.
     std::unique_ptr<Queue[]> q_;
     size_t nq_ = 0;
     std::vector<uint16_t> weighted_;  // Indices of the weighted queues, DRR order.

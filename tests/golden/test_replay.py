@@ -126,6 +126,17 @@ def parse_counters(out):
             for i, colour in enumerate(("green", "yellow", "red")):
                 c[f"policer.{n}.{colour}"] = int(m.group(2 + 2 * i))
                 c[f"policer.{n}.{colour}_bytes"] = int(m.group(3 + 2 * i))
+        elif section == "queues":
+            m = re.match(r"\s+(\S+)\s+sent (\d+) pkts (\d+) bytes, ce_marked (\d+), drops ecn_not_ect "
+                         r"(\d+) limit (\d+)", line)
+            if m:
+                n = m.group(1)
+                for i, k in enumerate(("sent", "sent_bytes", "ce", "drop_not_ect", "drop_limit")):
+                    c[f"queue.{n}.{k}"] = int(m.group(2 + i))
+            m = re.match(r"\s+shaper (\S+)\s+(\d+) bit/s: sent (\d+) bytes, throttled (\S+) s", line)
+            if m:
+                c[f"shaper.{m.group(1)}.bytes"] = int(m.group(3))
+                c[f"shaper.{m.group(1)}.throttled_ns"] = int(float(m.group(4)) * 1e9)
         elif section == "adaptive":
             c["adaptive." + f[0]] = int(f[1])
         elif section == "workers":
@@ -153,8 +164,11 @@ def replay(pkts, port=None, cfg=GW, in_file=None, workers=None, nano=False):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         raise AssertionError(f"dscpgw exited {p.returncode}: {p.stderr}{p.stdout}")
-    outs = [Ether(raw(x)) for x in rdpcap(out)] if os.path.getsize(out) > 24 else []
-    return Result(outs, p.stdout, p.stderr, p.returncode)
+    got = rdpcap(out) if os.path.getsize(out) > 24 else []
+    outs = [Ether(raw(x)) for x in got]
+    r = Result(outs, p.stdout, p.stderr, p.returncode)
+    r.times = [float(x.time) for x in got]  # Departure times (re-parsed frames have none).
+    return r
 
 
 def eq(a, b, what=""):
@@ -1667,6 +1681,258 @@ def unreadable_pcap_and_bad_arguments():
     eq(run(["frobnicate", "--config", GW]).returncode, 2, "unknown command")
     eq(run(["check"]).returncode, 2, "missing --config")
     eq(run(["check", "--config", "/nonexistent.toml"]).returncode, 2, "missing config file")
+
+
+# ---------------------------------------------------------------------------------------------
+# Border QoS II: the egress scheduler on the capture's clock, checked against the test's own model
+
+EGRESS = os.path.join(HERE, "egress.toml")
+T0 = 1000.0
+RATE = 100e6
+BURST = 16000
+MAX_FRAME = 1600 + 18
+
+
+def egress_with(*edits):
+    with open(EGRESS) as f:
+        text = f.read()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    _n[0] += 1
+    path = os.path.join(TMP, f"egress-edit{_n[0]}.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def tagged_udp(i, t, dst="10.20.0.9", size=1000, tos=0):
+    """A UDP datagram (no class: the default queue) whose payload starts with its index."""
+    p = Ether(raw(Ether(src=pktlib.HOST_MAC, dst=pktlib.LAN_MAC) / IP(src="10.10.0.5", dst=dst, tos=tos) /
+                  UDP(sport=6000 + i % 4, dport=5000) / Raw(i.to_bytes(4, "big") + bytes(size - 4))))
+    p.time = t
+    return p
+
+
+def data_pkt(i, t, ect=True, size=1000, dst="10.20.0.9"):
+    p = roce("10.10.0.5", dst, tos=2 if ect else 0, payload=size, psn=i, sport=49152 + i % 4)
+    p.time = t
+    return p
+
+
+def cnp_pkt(i, t):
+    p = roce("10.10.0.6", "10.20.0.9", opcode=0x81, psn=i)
+    p.time = t
+    return p
+
+
+def stream(make, start, rate_bps, frame_bytes, duration, first=0, **kw):
+    """Packets from make(index, time) at `rate_bps` counting `frame_bytes` each."""
+    gap = frame_bytes * 8 / rate_bps
+    n = int(duration / gap)
+    return [make(first + k, start + k * gap, **kw) for k in range(n)]
+
+
+def merged(*streams):
+    return sorted((p for s in streams for p in s), key=lambda p: float(p.time))
+
+
+def ident(o):
+    """The index a test packet carries: a RoCE packet's PSN, else its payload's first word."""
+    inner = inner_of(o)
+    payload = raw(inner[UDP].payload)
+    if inner[UDP].dport == 4791:
+        return int.from_bytes(payload[9:12], "big")
+    return int.from_bytes(payload[:4], "big")
+
+
+def egress_replay(pkts, cfg=EGRESS, workers=None):
+    r = replay(pkts, cfg=cfg, nano=True, workers=workers)
+    r.dep = [(t, len(o), ident(o), o) for t, o in zip(r.times, r.outs)]
+    return r
+
+
+def window_bytes(dep, t0, t1, win=0.01, pick=lambda d: True):
+    out = []
+    t = t0
+    while t + win <= t1 + 1e-12:
+        out.append(sum(b for (ti, b, _, o) in dep if t <= ti < t + win and pick((ti, b, _, o))))
+        t += win
+    return out
+
+
+def check_windows(dep, t0, t1, rate, what, tol=0.02, pick=lambda d: True):
+    w = window_bytes(dep, t0, t1, pick=pick)
+    assert len(w) >= 3, f"{what}: only {len(w)} windows"
+    # A window holds whole frames: within `tol` of the rate plus one frame either way.
+    frame = max(d[1] for d in dep if pick(d))
+    for i, b in enumerate(w):
+        got = b * 8 / 0.01
+        assert abs(b - rate / 8 * 0.01) <= tol * rate / 8 * 0.01 + frame, \
+            f"{what}: window {i}: {got / 1e6:.2f} Mbit/s, rate {rate / 1e6:.2f}"
+    return [b * 8 / 0.01 for b in w]
+
+
+@test
+def egress_shaped_port_under_2x_overload():
+    pkts = stream(tagged_udp, T0, 2 * RATE, 1064, 0.06)
+    r = egress_replay(pkts)
+    eq(len(r.outs), len(pkts), "nothing dropped below the limit")
+    arrival = {i: float(p.time) for i, p in enumerate(pkts)}
+    eq([d[2] for d in r.dep], sorted(d[2] for d in r.dep), "one queue keeps its order")
+    sent = 0
+    for t, b, i, _ in r.dep:
+        assert t >= arrival[i] - 1e-9, f"packet {i} left before it arrived"
+        sent += b
+        # Never more than the bucket ahead of the rate (one frame of rounding).
+        assert sent <= RATE / 8 * (t - T0) + BURST + MAX_FRAME, f"packet {i}: {sent} bytes by {t - T0:.6f} s"
+    rates = check_windows(r.dep, T0 + 0.005, T0 + 0.055, RATE, "port shaper")
+    print(f"    shaped port, 10 ms windows: {min(rates) / 1e6:.2f}..{max(rates) / 1e6:.2f} Mbit/s")
+    # The first frame of an idle link leaves at once.
+    eq(r.dep[0][0], float(pkts[0].time), "no added latency on an idle link")
+    eq(r.c("queue.wan/default.sent"), len(pkts), "queue counted")
+    assert r.c("shaper.wan.throttled_ns") > 0.05e9, r.stdout
+    assert r.qos(1, "queue") == "default" and r.qos(1, "depth") == "0", r.trace[1]
+
+
+@test
+def egress_cnps_strict_before_a_full_data_queue():
+    bulk = stream(tagged_udp, T0, 2 * RATE, 1064, 0.06)
+    cnps = [cnp_pkt(100000 + k, T0 + 0.01 + k * 0.0015) for k in range(30)]
+    pkts = merged(bulk, cnps)
+    r = egress_replay(pkts)
+    arrival = {ident_in: float(p.time) for ident_in, p in
+               [(p[BTH].psn if BTH in p else int.from_bytes(raw(p[UDP].payload)[:4], "big"), p) for p in pkts]}
+    bound = MAX_FRAME * 8 / RATE + BURST * 8 / RATE
+    delays = [t - arrival[i] for t, _, i, _ in r.dep if i >= 100000]
+    eq(len(delays), 30, "every CNP sent")
+    assert max(delays) <= bound, f"CNP delay {max(delays) * 1e3:.3f} ms > {bound * 1e3:.3f} ms"
+    data_delay = max(t - arrival[i] for t, _, i, _ in r.dep if i < 100000)
+    assert data_delay > 0.02, data_delay
+    print(f"    CNP delay at most {max(delays) * 1e6:.1f} us while the data queue held {data_delay * 1e3:.1f} ms")
+    for t, _, i, o in r.dep:
+        if i >= 100000:
+            eq(inner_of(o)[IP].tos >> 2, 48, "CNP keeps CS6")
+
+
+@test
+def egress_strict_queue_capped_by_max_rate():
+    cnps = stream(lambda i, t: cnp_pkt(100000 + i, t), T0, 50e6, 120, 0.08)
+    bulk = stream(tagged_udp, T0, 2 * RATE, 1064, 0.08)
+    r = egress_replay(merged(cnps, bulk))
+    is_cnp = lambda d: d[2] >= 100000
+    cnp_rates = check_windows(r.dep, T0 + 0.01, T0 + 0.07, 0.1 * RATE, "CNP cap (max_rate 10%)", tol=0.05, pick=is_cnp)
+    check_windows(r.dep, T0 + 0.01, T0 + 0.07, RATE, "port with a capped strict queue")
+    print(f"    strict queue capped: {min(cnp_rates) / 1e6:.2f}..{max(cnp_rates) / 1e6:.2f} Mbit/s of 10")
+    assert r.c("queue.wan/cnp.drop_limit") > 0, "the capped CNP flood overflows its 256KB"
+
+
+@test
+def egress_weighted_shares_70_30():
+    roce_s = stream(data_pkt, T0, 1.5 * RATE, 1072, 0.05)
+    bulk = stream(lambda i, t: tagged_udp(200000 + i, t), T0, 1.5 * RATE, 1064, 0.05)
+    r = egress_replay(merged(roce_s, bulk))
+    is_roce = lambda d: d[2] < 200000
+    w_all = window_bytes(r.dep, T0 + 0.005, T0 + 0.045)
+    w_roce = window_bytes(r.dep, T0 + 0.005, T0 + 0.045, pick=is_roce)
+    shares = [a / b for a, b in zip(w_roce, w_all)]
+    for s_ in shares:
+        assert abs(s_ - 0.7) <= 0.05 * 0.7, f"roce share {s_:.3f}, weight 70 of 100"
+    print(f"    weighted shares, 10 ms windows: roce {min(shares):.3f}..{max(shares):.3f} (70 %)")
+    assert r.c("queue.wan/roce.ce") > 0, "the backlogged data queue marks its ECT packets"
+    eq(r.c("queue.wan/roce.drop_not_ect"), 0, "every data packet ECT: none dropped")
+
+
+def ramp(ect):
+    # 5 % over the rate: the data queue grows by about 0.6 KB per ms through min..max.
+    return stream(data_pkt, T0, 1.05 * RATE, 278, 0.14, ect=ect, size=200)
+
+
+@test
+def egress_ecn_marking_probability_follows_depth():
+    pkts = ramp(True)
+    r = egress_replay(pkts)
+    lo, hi = 40000, 60000
+    bins = [[0, 0] for _ in range(4)]
+    for i in range(1, len(pkts) + 1):
+        depth = int(r.qos(i, "depth"))
+        marked = " ce" in r.trace[i][3]
+        if depth <= lo:
+            assert not marked, f"packet {i} marked at depth {depth} <= min"
+        elif depth >= hi:
+            assert marked, f"packet {i} not marked at depth {depth} >= max"
+        else:
+            b = bins[(depth - lo) * 4 // (hi - lo)]
+            b[0] += 1
+            b[1] += marked
+    for k, (n, m) in enumerate(bins):
+        p = (k + 0.5) / 4
+        sigma = (p * (1 - p) / max(n, 1)) ** 0.5
+        assert n >= 50 and abs(m / n - p) <= 3 * sigma + 0.03, f"bin {k}: {m}/{n} marked, p = {p}"
+    print("    ECN marks by depth bin (40..60 KB): " + ", ".join(f"{m / n:.2f}" for n, m in bins))
+    # Marked packets carry CE outside and inside; the inner IPv4 checksum stays right.
+    marked = [o for o in r.outs if o[IP].tos & 3 == 3]
+    eq(len(marked), r.c("queue.wan/roce.ce"), "CE outside as counted")
+    for o in marked[:50]:
+        inner = inner_of(o)
+        eq(inner[IP].tos & 3, 3, "CE inside")
+        assert pktlib.ipv4_csum_ok(inner[IP]) and pktlib.ipv4_csum_ok(o[IP]), "checksums"
+    eq(r.c("drop.total"), 0, "no drops")
+
+
+@test
+def egress_not_ect_dropped_from_max_and_limits_hold():
+    pkts = ramp(False)
+    r = egress_replay(pkts)
+    for i in range(1, len(pkts) + 1):
+        depth = int(r.qos(i, "depth"))
+        dropped = "queue_drop=ecn_not_ect" in r.trace[i][3]
+        eq(dropped, depth >= 60000, f"packet {i} at depth {depth}: Not-ECT dropped from max on")
+        assert " ce" not in r.trace[i][3], "a Not-ECT packet is never marked"
+    assert r.c("queue.wan/roce.drop_not_ect") > 100, r.stdout
+    # The default queue's 1 MB limit: 3x overload for 60 ms offers 2.4 MB.
+    bulk = stream(tagged_udp, T0, 3 * RATE, 1064, 0.06)
+    r = egress_replay(bulk)
+    limit = 1000000
+    for i in range(1, len(bulk) + 1):
+        depth = int(r.qos(i, "depth"))
+        dropped = "queue_drop=limit" in r.trace[i][3]
+        eq(dropped, depth + 1064 > limit, f"packet {i} at depth {depth}: limit")
+    assert r.c("queue.wan/default.drop_limit") > 100
+    eq(len(r.outs) + r.c("queue.wan/default.drop_limit"), len(bulk), "sent or dropped, each counted")
+
+
+@test
+def egress_tunnel_shaper_nested_in_the_port_shaper():
+    capped = stream(lambda i, t: tagged_udp(300000 + i, t, dst="10.30.0.9"), T0, 60e6, 1064, 0.08)
+    cloud = stream(tagged_udp, T0, 1.5 * RATE, 1064, 0.08)
+    r = egress_replay(merged(capped, cloud))
+    in_capped = lambda d: d[2] >= 300000
+    cr = check_windows(r.dep, T0 + 0.01, T0 + 0.07, 20e6, "tunnel shaper", pick=in_capped)
+    check_windows(r.dep, T0 + 0.01, T0 + 0.07, RATE, "port shaper around it")
+    print(f"    tunnel shaped at 20 Mbit/s inside 100: {min(cr) / 1e6:.2f}..{max(cr) / 1e6:.2f} Mbit/s")
+    assert r.c("shaper.capped.throttled_ns") > 0
+    # Two simulated workers (RSS spreads the flows): the same departures, as the scheduler is shared.
+    r2 = egress_replay(merged(capped, cloud), workers=2)
+    eq([(d[0], d[2]) for d in r2.dep], [(d[0], d[2]) for d in r.dep], "two workers: same schedule")
+
+
+@test
+def check_refuses_queue_mistakes():
+    cases = [
+        (('rate = "100Mbps"\nburst = "16KB"', ''), 'queues[0].port: port "wan" has no `rate`'),
+        (('classes = ["*"]', 'classes = ["roce-data"]'), 'class "roce-data" is already in another queue'),
+        (('classes = ["*"]', 'classes = []'), 'no queue of port "wan" takes unclassified traffic'),
+        (('min = "40KB"', 'min = "80KB"'), 'queues[1].ecn.min: min 80000 bytes is above max 60000'),
+        (('max_rate = "10%"', 'max_rate = "10%"\nweight = 5'), 'queues[0].weight: a strict queue'),
+        (('classes = ["roce-cnp"]', 'classes = ["nope"]'), 'no [[classes]] named "nope"'),
+        (('burst = "16KB"', 'burst = "1KB"'), 'ports[1].burst: 1000 bytes is less than one frame'),
+    ]
+    for edit, want in cases:
+        p = subprocess.run([DSCPGW, "check", "--config", egress_with(edit)], capture_output=True, text=True)
+        eq(p.returncode, 2, f"check refuses {edit}")
+        assert want in p.stderr + p.stdout, f"{want!r} not in {p.stderr}"
+        assert re.search(r"egress-edit\d+\.toml:\d+:\d+: ", p.stderr), p.stderr
 
 
 def main():
