@@ -51,6 +51,7 @@ constexpr unsigned kPoolCache = 256;
 struct PortPlan {
     uint16_t rxq = 1, txq = 1;
     uint16_t rxd = kRxDesc, txd = kTxDesc;
+    uint16_t max_txq = 1;
 };
 
 // Queue counts: one RX queue per worker where the device has them (RSS spreads flows), fewer
@@ -80,9 +81,8 @@ bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& pla
     }
     plan.rxq = static_cast<uint16_t>(
         std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
-    // One more TX queue, where the device has it, for the egress scheduler (dataplane/sched.h):
-    // whichever worker runs it sends there, so its packets leave in the order it chose.
-    plan.txq = static_cast<uint16_t>(workers + (info.max_tx_queues > workers ? 1 : 0));
+    plan.txq = static_cast<uint16_t>(workers);
+    plan.max_txq = info.max_tx_queues;
     return true;
 }
 
@@ -262,6 +262,19 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
                          pc.device.c_str(), err.c_str());
             return false;
         }
+        // One more TX queue, where the device has it, for a shaped port's egress scheduler
+        // (dataplane/sched.h) when several workers may run it: whichever does sends there, so
+        // its packets leave in the order it chose (one worker sends on its own queue).
+        bool shaped = pc.rate != 0;
+        for (const TunnelConf& t : cfg.tunnels) shaped |= t.outer_port == i && t.rate != 0;
+        if (shaped && workers > 1 && ports.plans[i].max_txq > workers)
+            ports.plans[i].txq = static_cast<uint16_t>(workers + 1);
+        else if (shaped && workers > 1)
+            std::fprintf(stderr,
+                         "dscpgw run: port %s: the device has no TX queue for the egress "
+                         "scheduler; shaped packets leave by the sending worker's queue and may "
+                         "be reordered\n",
+                         pc.name.c_str());
         max_mtu = std::max(max_mtu, pc.mtu);
         const int sock = rte_eth_dev_socket_id(ports.eth_port[i]);
         ports.socket[i] = sock < 0 ? static_cast<int>(rte_socket_id()) : sock;
@@ -326,13 +339,6 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
     std::vector<WorkerContext> ctxs(workers);
     // The locks of the schedulers' own TX queues, shared by the workers.
     const auto tx_locks = std::make_unique<std::atomic_flag[]>(kMaxPorts);
-    for (size_t p = 0; p < ports.plans.size(); ++p)
-        if (ports.plans[p].txq <= workers && workers > 1)
-            std::fprintf(stderr,
-                         "dscpgw: port %zu: the device has no TX queue for the egress scheduler; "
-                         "shaped packets leave by the sending worker's queue and may be "
-                         "reordered\n",
-                         p);
     for (unsigned w = 0; w < workers; ++w) {
         WorkerContext& c = ctxs[w];
         c.snap = cp.published();
