@@ -15,6 +15,7 @@ namespace dscpgw {
     X(tunnels, "", "tunnels: type, VNI, endpoints, ports, next hop")                               \
     X(classes, "", "classes: the DSCP each sets, packets and bytes")                               \
     X(policers, "", "policers: mode, rates, bursts, colour actions, packets and bytes by colour")  \
+    X(queues, "", "egress queues and shapers: rates, limits, ECN, depth, sent, marks, drops")      \
     X(neighbors, "", "next hops and LAN hosts resolved by ARP/ND")                                 \
     X(flows, " [--top N]", "the heaviest and the most congested RoCE conversations (N: 1..10000)") \
     X(reload, "", "re-read the configuration file and apply it without a restart, or refuse it")

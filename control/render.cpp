@@ -290,6 +290,54 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
         j.key("policers").open('[');
         for (const PolicerReport& p : r.policers) json_policer(j, p);
         j.close(']');
+    } else if (what == CtlCommand::queues) {
+        j.key("shapers").open('[');
+        for (const PortReport& p : r.ports)
+            if (p.rate != 0)
+                j.open('{')
+                    .str("kind", "port")
+                    .str("name", p.name)
+                    .num("rate", p.rate)
+                    .num("burst", p.burst)
+                    .num("bytes", p.t[PortCounter::shaper_bytes])
+                    .num("throttled_ns", p.t[PortCounter::shaper_throttled])
+                    .close('}');
+        for (const TunnelReport& t : r.tunnels)
+            if (t.rate != 0)
+                j.open('{')
+                    .str("kind", "tunnel")
+                    .str("name", t.name)
+                    .num("rate", t.rate)
+                    .num("burst", t.burst)
+                    .num("bytes", t.t[TunnelCounter::shaper_bytes])
+                    .num("throttled_ns", t.t[TunnelCounter::shaper_throttled])
+                    .close('}');
+        j.close(']').key("queues").open('[');
+        for (const QueueReport& q : r.queues) {
+            j.open('{')
+                .str("port", q.port)
+                .str("name", q.name)
+                .str("priority", q.strict ? "strict" : "weighted")
+                .num("weight", q.weight)
+                .num("max_rate", q.max_rate)
+                .num("limit", q.limit)
+                .key("classes")
+                .open('[');
+            for (const std::string& c : q.classes) j.str(c);
+            j.close(']');
+            if (q.ecn)
+                j.key("ecn")
+                    .open('{')
+                    .num("min", q.ecn_min)
+                    .num("max", q.ecn_max)
+                    .dbl("max_probability", q.ecn_max_probability)
+                    .close('}');
+            j.num("depth_bytes", q.depth_bytes)
+                .num("depth_packets", q.depth_packets)
+                .num("depth_max_bytes", q.peak_bytes);
+            json_totals<QueueCounter>(j, q.t).close('}');
+        }
+        j.close(']');
     } else if (what == CtlCommand::classes) {
         j.key("classes").open('[');
         for (const ClassReport& c : r.classes) {
@@ -424,6 +472,42 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
         o += fmt("\n%-20s", "POLICER") + columns<PolicerCounter>() + "\n";
         for (const PolicerReport& p : r.policers)
             o += fmt("%-20s", p.name.c_str()) + cells<PolicerCounter>(p.t) + "\n";
+    } else if (what == CtlCommand::queues) {
+        if (r.queues.empty()) return "no shaped ports\n";
+        o += fmt("%-12s %-14s %12s %10s %-22s %-22s %12s %12s %s\n", "SHAPER", "NAME", "RATE",
+                 "BURST", "", "", "BYTES", "THROTTLED_S", "");
+        for (const PortReport& p : r.ports)
+            if (p.rate != 0)
+                o += fmt(
+                    "%-12s %-14s %12" PRIu64 " %10" PRIu64 " %-22s %-22s %12" PRIu64 " %12.6f\n",
+                    "port", p.name.c_str(), p.rate, p.burst, "", "", p.t[PortCounter::shaper_bytes],
+                    static_cast<double>(p.t[PortCounter::shaper_throttled]) / 1e9);
+        for (const TunnelReport& t : r.tunnels)
+            if (t.rate != 0)
+                o += fmt("%-12s %-14s %12" PRIu64 " %10" PRIu64 " %-22s %-22s %12" PRIu64
+                         " %12.6f\n",
+                         "tunnel", t.name.c_str(), t.rate, t.burst, "", "",
+                         t.t[TunnelCounter::shaper_bytes],
+                         static_cast<double>(t.t[TunnelCounter::shaper_throttled]) / 1e9);
+        o += fmt("\n%-12s %-14s %-10s %10s %10s %-22s %s\n", "PORT", "QUEUE", "PRIORITY", "LIMIT",
+                 "DEPTH", "ECN", "CLASSES");
+        for (const QueueReport& q : r.queues) {
+            std::string cls;
+            for (const std::string& c : q.classes) cls += (cls.empty() ? "" : ",") + c;
+            const std::string prio = q.strict
+                                         ? (q.max_rate != 0 ? fmt("strict<=%" PRIu64, q.max_rate)
+                                                            : std::string("strict"))
+                                         : fmt("w%u", q.weight);
+            const std::string ecn = q.ecn ? fmt("%" PRIu64 "..%" PRIu64 " p%.2f", q.ecn_min,
+                                                q.ecn_max, q.ecn_max_probability)
+                                          : std::string("-");
+            o +=
+                fmt("%-12s %-14s %-10s %10" PRIu64 " %10" PRIu64 " %-22s %s\n", q.port.c_str(),
+                    q.name.c_str(), prio.c_str(), q.limit, q.depth_bytes, ecn.c_str(), cls.c_str());
+        }
+        o += fmt("\n%-27s", "PORT/QUEUE") + columns<QueueCounter>() + "\n";
+        for (const QueueReport& q : r.queues)
+            o += fmt("%-27s", (q.port + "/" + q.name).c_str()) + cells<QueueCounter>(q.t) + "\n";
     } else if (what == CtlCommand::classes) {
         o += fmt("%-20s %-9s", "CLASS", "DSCP") + columns<ClassCounter>() + "\n";
         for (const ClassReport& c : r.classes)

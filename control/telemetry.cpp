@@ -107,6 +107,16 @@ void render_telemetry(const Report& r, std::string_view cmd, rte_tel_data* d) {
             Tel::totals<PolicerCounter>(x, p.t);
             Tel::nest(d, p.name, x);
         }
+    } else if (cmd == "/dscpgw/queues") {
+        for (const QueueReport& q : r.queues) {
+            rte_tel_data* x = Tel::sub();
+            Tel::str(x, "port", q.port);
+            Tel::u64(x, "limit", q.limit);
+            Tel::u64(x, "depth_bytes", q.depth_bytes);
+            Tel::u64(x, "depth_max_bytes", q.peak_bytes);
+            Tel::totals<QueueCounter>(x, q.t);
+            Tel::nest(d, q.port + "_" + q.name, x);
+        }
     } else {  // /dscpgw/config
         Tel::str(d, "path", r.config_path);
         Tel::u64(d, "generation", r.generation);

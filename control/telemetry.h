@@ -17,6 +17,7 @@ inline constexpr TelemetryCommand kTelemetryCommands[] = {
     {"/dscpgw/tunnels", "dscpgw tunnels with their counters"},
     {"/dscpgw/classes", "dscpgw classes: DSCP set, packets, bytes"},
     {"/dscpgw/policers", "dscpgw policers: rates, packets and bytes by colour"},
+    {"/dscpgw/queues", "dscpgw egress queues: depth, sent, ECN marks, drops"},
     {"/dscpgw/config", "dscpgw running configuration: file, generation, last reload"},
 };
 

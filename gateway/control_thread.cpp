@@ -85,7 +85,7 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
     if (!setup_.cfg.metrics_listen.empty()) {
         collectable_ = std::make_shared<Collector>([this] {
             std::lock_guard<std::mutex> g(mu_);
-            return metric_families(gather(false));
+            return metric_families(gather(false, true));
         });
         try {
             exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
@@ -131,7 +131,7 @@ ControlPlane::~ControlPlane() {
     rte_free(rcu_);
 }
 
-Report ControlPlane::gather(bool with_flows) {
+Report ControlPlane::gather(bool with_flows, bool scrape) {
     const Snapshot& s = *setup_.snap;
     const std::vector<const WorkerStats*> ws(stats_ptrs_.begin(), stats_ptrs_.end());
     Report r;
@@ -148,7 +148,7 @@ Report ControlPlane::gather(bool with_flows) {
     r.reloads_ok = reloads_ok_;
     r.reloads_failed = reloads_failed_;
     r.tsc_hz = rte_get_tsc_hz();
-    fill_counters(r, s, totals_, ws);
+    fill_counters(r, s, totals_, ws, scrape);
     for (size_t i = 0; i < setup_.eth_port.size(); ++i) {
         PortReport& p = r.ports[i];
         rte_eth_stats es{};

@@ -74,7 +74,9 @@ class ControlPlane {
     static int telemetry(const char* cmd, const char* params, rte_tel_data* d);
 
   private:
-    Report gather(bool with_flows);  // Caller holds mu_. Flows: only `ctl flows` lists them.
+    // Caller holds mu_. Flows: only `ctl flows` lists them. `scrape`: a Prometheus scrape (the
+    // queues' largest depths restart).
+    Report gather(bool with_flows, bool scrape = false);
     std::string handle(const std::string& request, bool& ok);
     bool reload_locked(std::string& msg);
     // Sets the devices to `next`'s port MTUs; on failure restores those already changed.
