@@ -1339,6 +1339,57 @@ def run_on_pcap_vdevs_matches_replay_and_stops_cleanly():
 
 
 @test
+def run_shapes_a_port_on_pcap_vdevs():
+    """The workers' path through the scheduler (not replay's): net_pcap delivers 2000 frames at
+    once; the shaped wan port sends them at its 100 Mbit/s (the tx pcap's host timestamps), all
+    queued (ECT: marked, not dropped, below the 4 MB limit), no buffer left at shutdown."""
+    import signal
+    import time
+    lan_in, wan_in = os.path.join(TMP, "shape-lan-in.pcap"), os.path.join(TMP, "shape-wan-in.pcap")
+    lan_out, wan_out = os.path.join(TMP, "shape-lan-out.pcap"), os.path.join(TMP, "shape-wan-out.pcap")
+    wrpcap(lan_in, [roce("10.10.0.5", "10.20.0.9", tos=2, payload=1000, psn=i) for i in range(2000)])
+    wrpcap(wan_in, [], linktype=1)
+    with open(EGRESS) as f:
+        text = f.read()
+    # net_pcap has a TX queue per tx_pcap: one per worker, and on wan a third, the scheduler's.
+    text = text.replace('device = "net_null0"',
+                        f'device = "net_pcap0,rx_pcap={lan_in},tx_pcap={lan_out},tx_pcap={lan_out}.1"')
+    text = text.replace('device = "net_null1"', f'device = "net_pcap1,rx_pcap={wan_in},tx_pcap={wan_out}.0,'
+                        f'tx_pcap={wan_out}.1,tx_pcap={wan_out}"')
+    # Two workers on however many CPUs there are: worker 0 polls the one RX queue and queues,
+    # both drain the shaped port (under ThreadSanitizer too: the scheduler's lock).
+    text = ('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
+            '[gateway]\nworkers = 2\n' + text)
+    text += f'\n[control]\nsocket = "{TMP}/shape.sock"\n'
+    cfg = os.path.join(TMP, "shape.toml")
+    with open(cfg, "w") as f:
+        f.write(text)
+    p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    q = subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/shape.sock", "queues", "--json"],
+                       capture_output=True, text=True, timeout=10)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    eq(p.returncode, 0, f"exit code: {err}")
+    assert "mbufs in use after shutdown: 0" in out, out
+    c = parse_counters(out)
+    eq(c.get("queue.wan/roce.sent"), 2000, "every frame sent through the roce queue")
+    assert c.get("queue.wan/roce.ce", 0) > 1000, "the burst's backlog marked its ECT frames"
+    import json
+    roce_q = [x for x in json.loads(q.stdout)["queues"] if x["name"] == "roce"][0]
+    eq(roce_q["packets"], 2000, "ctl queues: sent")
+    assert roce_q["depth_max_bytes"] > 1000000, roce_q
+    outs = rdpcap(wan_out)
+    eq(len(outs), 2000, "wan tx")
+    t = [float(x.time) for x in outs]
+    sent = sum(len(x) for x in outs[1:])
+    rate = sent * 8 / (t[-1] - t[0])
+    # Host timestamps of a pcap writer: the burst (16 KB) and scheduling noise allowed.
+    assert 85e6 <= rate <= 112e6, f"{rate / 1e6:.2f} Mbit/s"  # never faster; slower if starved
+    print(f"    shaped on the workers' path: {rate / 1e6:.2f} Mbit/s over {t[-1] - t[0]:.3f} s")
+
+
+@test
 def run_two_workers_share_nothing():
     import signal
     import time
