@@ -292,26 +292,24 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
         j.close(']');
     } else if (what == CtlCommand::queues) {
         j.key("shapers").open('[');
+        const auto shaper = [&](const char* kind, const std::string& name, uint64_t rate,
+                                uint64_t burst, uint64_t bytes, uint64_t throttled_ns) {
+            if (rate != 0)
+                j.open('{')
+                    .str("kind", kind)
+                    .str("name", name)
+                    .num("rate", rate)
+                    .num("burst", burst)
+                    .num("bytes", bytes)
+                    .num("throttled_ns", throttled_ns)
+                    .close('}');
+        };
         for (const PortReport& p : r.ports)
-            if (p.rate != 0)
-                j.open('{')
-                    .str("kind", "port")
-                    .str("name", p.name)
-                    .num("rate", p.rate)
-                    .num("burst", p.burst)
-                    .num("bytes", p.t[PortCounter::shaper_bytes])
-                    .num("throttled_ns", p.t[PortCounter::shaper_throttled])
-                    .close('}');
+            shaper("port", p.name, p.rate, p.burst, p.t[PortCounter::shaper_bytes],
+                   p.t[PortCounter::shaper_throttled]);
         for (const TunnelReport& t : r.tunnels)
-            if (t.rate != 0)
-                j.open('{')
-                    .str("kind", "tunnel")
-                    .str("name", t.name)
-                    .num("rate", t.rate)
-                    .num("burst", t.burst)
-                    .num("bytes", t.t[TunnelCounter::shaper_bytes])
-                    .num("throttled_ns", t.t[TunnelCounter::shaper_throttled])
-                    .close('}');
+            shaper("tunnel", t.name, t.rate, t.burst, t.t[TunnelCounter::shaper_bytes],
+                   t.t[TunnelCounter::shaper_throttled]);
         j.close(']').key("queues").open('[');
         for (const QueueReport& q : r.queues) {
             j.open('{')
@@ -476,19 +474,20 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
         if (r.queues.empty()) return "no shaped ports\n";
         o += fmt("%-12s %-14s %12s %10s %-22s %-22s %12s %12s %s\n", "SHAPER", "NAME", "RATE",
                  "BURST", "", "", "BYTES", "THROTTLED_S", "");
-        for (const PortReport& p : r.ports)
-            if (p.rate != 0)
-                o += fmt(
-                    "%-12s %-14s %12" PRIu64 " %10" PRIu64 " %-22s %-22s %12" PRIu64 " %12.6f\n",
-                    "port", p.name.c_str(), p.rate, p.burst, "", "", p.t[PortCounter::shaper_bytes],
-                    static_cast<double>(p.t[PortCounter::shaper_throttled]) / 1e9);
-        for (const TunnelReport& t : r.tunnels)
-            if (t.rate != 0)
+        const auto shaper = [&](const char* kind, const std::string& name, uint64_t rate,
+                                uint64_t burst, uint64_t bytes, uint64_t throttled_ns) {
+            if (rate != 0)
                 o += fmt("%-12s %-14s %12" PRIu64 " %10" PRIu64 " %-22s %-22s %12" PRIu64
                          " %12.6f\n",
-                         "tunnel", t.name.c_str(), t.rate, t.burst, "", "",
-                         t.t[TunnelCounter::shaper_bytes],
-                         static_cast<double>(t.t[TunnelCounter::shaper_throttled]) / 1e9);
+                         kind, name.c_str(), rate, burst, "", "", bytes,
+                         static_cast<double>(throttled_ns) / 1e9);
+        };
+        for (const PortReport& p : r.ports)
+            shaper("port", p.name, p.rate, p.burst, p.t[PortCounter::shaper_bytes],
+                   p.t[PortCounter::shaper_throttled]);
+        for (const TunnelReport& t : r.tunnels)
+            shaper("tunnel", t.name, t.rate, t.burst, t.t[TunnelCounter::shaper_bytes],
+                   t.t[TunnelCounter::shaper_throttled]);
         o += fmt("\n%-12s %-14s %-10s %10s %10s %-22s %s\n", "PORT", "QUEUE", "PRIORITY", "LIMIT",
                  "DEPTH", "ECN", "CLASSES");
         for (const QueueReport& q : r.queues) {

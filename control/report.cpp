@@ -296,20 +296,18 @@ void print_counters(std::FILE* out, const Report& r) {
                                                static_cast<double>(q.t[Q::packets])
                                          : 0.0,
                          q.depth_bytes, q.peak_bytes);
+        const auto shaper = [&](const std::string& name, uint64_t rate, uint64_t bytes,
+                                uint64_t throttled_ns) {
+            if (rate != 0)
+                std::fprintf(out,
+                             "  shaper %-9s %" PRIu64 " bit/s: sent %" PRIu64
+                             " bytes, throttled %.6f s\n",
+                             name.c_str(), rate, bytes, static_cast<double>(throttled_ns) / 1e9);
+        };
         for (const PortReport& p : r.ports)
-            if (p.rate != 0)
-                std::fprintf(out,
-                             "  shaper %-9s %" PRIu64 " bit/s: sent %" PRIu64
-                             " bytes, throttled %.6f s\n",
-                             p.name.c_str(), p.rate, p.t[P::shaper_bytes],
-                             static_cast<double>(p.t[P::shaper_throttled]) / 1e9);
+            shaper(p.name, p.rate, p.t[P::shaper_bytes], p.t[P::shaper_throttled]);
         for (const TunnelReport& t : r.tunnels)
-            if (t.rate != 0)
-                std::fprintf(out,
-                             "  shaper %-9s %" PRIu64 " bit/s: sent %" PRIu64
-                             " bytes, throttled %.6f s\n",
-                             t.name.c_str(), t.rate, t.t[T::shaper_bytes],
-                             static_cast<double>(t.t[T::shaper_throttled]) / 1e9);
+            shaper(t.name, t.rate, t.t[T::shaper_bytes], t.t[T::shaper_throttled]);
     }
     if (r.dataplane[D::pcp_rewrites] != 0 || r.dataplane[D::pcp_to_dscp] != 0)
         std::fprintf(out, "pcp: pcp_rewrites %" PRIu64 ", pcp_to_dscp %" PRIu64 "\n",

@@ -991,18 +991,23 @@ def tshark_decodes_output():
 QOS = os.path.join(HERE, "qos.toml")
 
 
-def qos_with(*edits):
-    """qos.toml with (old, new) edits, as a config file path."""
-    with open(QOS) as f:
+def config_with(base, tag, *edits):
+    """The config `base` with (old, new) edits, as a config file path (TMP/<tag>-editN.toml)."""
+    with open(base) as f:
         text = f.read()
     for old, new in edits:
         assert old in text, old
         text = text.replace(old, new, 1)
     _n[0] += 1
-    path = os.path.join(TMP, f"qos-edit{_n[0]}.toml")
+    path = os.path.join(TMP, f"{tag}-edit{_n[0]}.toml")
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+def qos_with(*edits):
+    """qos.toml with (old, new) edits, as a config file path."""
+    return config_with(QOS, "qos", *edits)
 
 
 def trtcm_model(arrivals, cir, pir, cbs, pbs, aware=False):
@@ -1748,16 +1753,7 @@ MAX_FRAME = 1600 + 18
 
 
 def egress_with(*edits):
-    with open(EGRESS) as f:
-        text = f.read()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    _n[0] += 1
-    path = os.path.join(TMP, f"egress-edit{_n[0]}.toml")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    return config_with(EGRESS, "egress", *edits)
 
 
 def tagged_udp(i, t, dst="10.20.0.9", size=1000, tos=0):
