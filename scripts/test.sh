@@ -2,9 +2,9 @@
 # Installs, builds and runs every test: the formatting check (clang-format), unit tests (release,
 # again under ASan+UBSan and under ThreadSanitizer), the golden
 # replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
-# kernel's VXLAN as the gateway's peer; dscpgw-hostmark's BPF classifier on a veth), the control
-# plane (control socket, Prometheus, telemetry, reloads under load), the concurrent tests again
-# with a ThreadSanitizer build of the gateway (workers and the control thread on pcap and memif
+# kernel's VXLAN as the gateway's peer; Linux TCP with and without ECN through the shaper;
+# dscpgw-hostmark's BPF classifier on a veth), the control plane (control socket, Prometheus,
+# telemetry, reloads under load), the concurrent tests again with a ThreadSanitizer build of the gateway (workers and the control thread on pcap and memif
 # vdevs, reloads under RCU, reloads under load), and bounded libFuzzer runs.
 # Ends with "N passed, N failed[, N skipped]"; exits non-zero if anything failed.
 # FUZZ_SECONDS (default 60) bounds the packet fuzzer; FUZZ_CONFIG_SECONDS and FUZZ_LOCAL_SECONDS
@@ -81,6 +81,8 @@ pysuite() {
 pysuite golden "dscpgw replay/run + scapy/tshark" tests/golden/test_replay.py "$PWD/build/dscpgw"
 pysuite interop "dscpgw run between network namespaces, Linux kernel VXLAN as the peer" \
   tests/interop/test_kernel_vxlan.py "$PWD/build/dscpgw"
+pysuite live-qos "a Linux TCP flow with and without ECN through the 100 Mbit/s shaper, CNP probes" \
+  tests/interop/test_live_qos.py "$PWD/build/dscpgw"
 pysuite hostmark "dscpgw-hostmark's eBPF classifier on a veth between namespaces" \
   tests/hostmark/test_hostmark.py "$PWD/build/hostmark/dscpgw-hostmark"
 pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, reloads under load" \
