@@ -4,8 +4,9 @@
 # replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
 # kernel's VXLAN as the gateway's peer; Linux TCP with and without ECN through the shaper;
 # dscpgw-hostmark's BPF classifier on a veth), the control plane (control socket, Prometheus,
-# telemetry, reloads under load), the concurrent tests again with a ThreadSanitizer build of the gateway (workers and the control thread on pcap and memif
-# vdevs, reloads under RCU, reloads under load), and bounded libFuzzer runs.
+# telemetry, reloads under load), the concurrent tests again with a ThreadSanitizer build of the
+# gateway (workers and the control thread on pcap and memif vdevs, reloads under RCU, reloads under
+# load), and bounded libFuzzer runs.
 # Ends with "N passed, N failed[, N skipped]"; exits non-zero if anything failed.
 # FUZZ_SECONDS (default 60) bounds the packet fuzzer; FUZZ_CONFIG_SECONDS and FUZZ_LOCAL_SECONDS
 # (default 20 each) the config and local-traffic fuzzers.
