@@ -65,10 +65,6 @@ void mark_ce(const Snapshot& s, rte_mbuf* m, int tunnel) {
     store16(udp + 6, nc);
 }
 
-uint64_t ticks_to_ns(uint64_t t, uint64_t hz) {
-    return static_cast<uint64_t>(static_cast<SchedU128>(t) * 1000000000u / hz);
-}
-
 }  // namespace
 
 std::string PortSched::signature(const Snapshot& s, uint16_t port) {
@@ -90,7 +86,7 @@ std::string PortSched::signature(const Snapshot& s, uint16_t port) {
 }
 
 PortSched::PortSched(const Snapshot& s, uint16_t port, uint64_t hz)
-    : sig_(signature(s, port)), hz_(hz) {
+    : sig_(signature(s, port)), ns_per_tick_((static_cast<SchedU128>(1000000000u) << 32) / hz) {
     const PortConf& p = s.ports[port];
     lref_ = max_frame(p);
     port_.set(p.rate, std::max<uint64_t>(p.burst, lref_), hz);
@@ -121,7 +117,9 @@ PortSched::PortSched(const Snapshot& s, uint16_t port, uint64_t hz)
         q.ecn = qc.ecn;
         q.ecn_min = qc.ecn_min;
         q.ecn_max = qc.ecn_max;
-        q.ecn_p32 = static_cast<uint64_t>(qc.ecn_max_probability * 4294967296.0);
+        const uint64_t p32 = static_cast<uint64_t>(qc.ecn_max_probability * 4294967296.0);
+        if (qc.ecn_max > qc.ecn_min)
+            q.ecn_slope = (static_cast<SchedU128>(p32) << 32) / (qc.ecn_max - qc.ecn_min);
         q.quantum = qc.weight * unit;
         if (qc.strict && qc.max_rate != 0)
             q.cap.set(qc.max_rate, std::max<uint64_t>(qc.limit / 100, max_frame(p)), hz);
@@ -208,9 +206,7 @@ EnqResult PortSched::enqueue(const Snapshot& s, uint16_t port, rte_mbuf* m, uint
             r.action = ect ? EnqAction::marked : EnqAction::drop_not_ect;
         } else if (ect) {
             // Linear from 0 at min to max_probability at max.
-            const uint64_t p =
-                static_cast<uint64_t>(static_cast<SchedU128>(q.ecn_p32) * (q.bytes - q.ecn_min) /
-                                      (q.ecn_max - q.ecn_min));
+            const uint64_t p = static_cast<uint64_t>((q.ecn_slope * (q.bytes - q.ecn_min)) >> 32);
             if (rnd() < p) r.action = EnqAction::marked;
         }
     }
@@ -236,7 +232,11 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
     unsigned n = 0;
     uint64_t e_q[kMaxQueuesPerPort];
     uint16_t node_q[kMaxQueuesPerPort];
-    while (n < max && backlog() != 0) {
+    // The backlog and the depth gauges are published once per call (depths only fall here, so
+    // no peak is missed).
+    uint64_t left = backlog();
+    uint32_t touched = 0;
+    while (n < max && left != 0) {
         uint64_t tmin = UINT64_MAX;
         const size_t nn = nodes_.size();
         // When the port has tokens for its largest frame: every queue's head is judged by that,
@@ -268,7 +268,7 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
         for (size_t i = 0; i < nq_; ++i) {
             if (e_q[i] > t) continue;
             for (size_t j = 0; j < nn; ++j) {
-                const size_t k = (q_[i].rr + j) % nn;
+                const size_t k = q_[i].rr + j < nn ? q_[i].rr + j : q_[i].rr + j - nn;
                 if (ef_[i * nn + k] <= t) {
                     node_q[i] = static_cast<uint16_t>(k);
                     break;
@@ -299,7 +299,7 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
                 q.deficit = 0;
             }
             q.visited = false;
-            drr_ = (drr_ + 1) % weighted_.size();
+            if (++drr_ == weighted_.size()) drr_ = 0;
         }
         if (pick == nullptr) break;  // Cannot happen: some queue was eligible.
         const size_t qi = static_cast<size_t>(pick - q_.get());
@@ -312,7 +312,7 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
         const uint64_t base = std::max(clock_, h.t_enq);
         if (t > base) {
             const uint64_t pe = port_ready, ne = nodes_[k].eligible(len);
-            const uint64_t waited = ticks_to_ns(t - base, hz_);
+            const uint64_t waited = ns(t - base);
             if (pe > base && pe >= ne)
                 st.port[PortCounter::shaper_throttled][port].add(waited);
             else if (ne > base && k < plan.node_tunnel.size() && plan.node_tunnel[k] >= 0)
@@ -322,21 +322,26 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
         port_.charge(t, len);
         nodes_[k].charge(t, len);
         if (pick->strict) pick->cap.charge(t, len);
-        pick->rr = static_cast<uint16_t>((k + 1) % pick->fifo.size());
+        pick->rr = static_cast<uint16_t>(k + 1 < pick->fifo.size() ? k + 1 : 0);
         pick->bytes -= len;
         --pick->pkts;
-        backlog_.store(backlog_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-        gauges(*pick);
+        --left;
+        touched |= 1u << qi;
         clock_ = t;
         const size_t gq = plan.first_queue + qi;
         cc.queue[QueueCounter::packets][gq].inc();
         cc.queue[QueueCounter::bytes][gq].add(len);
-        cc.queue[QueueCounter::delay][gq].add(ticks_to_ns(t - h.t_enq, hz_));
+        cc.queue[QueueCounter::delay][gq].add(ns(t - h.t_enq));
         if (port_.on()) st.port[PortCounter::shaper_bytes][port].add(len);
         if (k < plan.node_tunnel.size() && plan.node_tunnel[k] >= 0)
             cc.tunnel[TunnelCounter::shaper_bytes][static_cast<size_t>(plan.node_tunnel[k])].add(
                 len);
         out[n++] = {h.m, t};
+    }
+    if (n != 0) {
+        backlog_.store(left, std::memory_order_relaxed);
+        for (size_t i = 0; i < nq_; ++i)
+            if (touched & 1u << i) gauges(q_[i]);
     }
     return n;
 }

@@ -8,7 +8,14 @@ sink: net_null with no-rx=1. One forwarding lcore each. For every case it prints
 and the ratio a/b; then the busy TSC cycles per packet of each (dscpgw's worker, testpmd's
 --record-core-cycles: both count only polls that received packets) and their ratio floor/dscpgw.
 
+With --qos it measures instead what the egress scheduler (Border QoS II) costs on mark+encap
+Geneve/IPv4: the wan port without a rate (no scheduler), shaped with the three queues of
+tests/golden/egress.toml at 400 Gbit/s (configured, idle: every frame leaves at once), and at
+1 Gbit/s (overloaded: the queues at their limits, most frames dropped or marked). The three runs
+are interleaved per repeat; busy cycles are per received packet.
+
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,4154] [--dscpgw build/dscpgw] [--quick] [--repeat N]
+                        [--qos]
 """
 import argparse
 import logging
@@ -67,13 +74,36 @@ dscp = 26
 
 REMOTE = {4: "198.18.7.7", 6: "2001:db8:18::99"}
 
+# The egress policy of --qos (tests/golden/egress.toml's queues) on the wan port at `rate`.
+QUEUES = """
+[[queues]]
+port = "wan"
+name = "cnp"
+classes = ["roce-cnp"]
+priority = "strict"
+max_rate = "10%"
+limit = "256KB"
+[[queues]]
+port = "wan"
+name = "roce"
+classes = ["roce-data"]
+weight = 70
+limit = "4MB"
+ecn = {{ min = "40KB", max = "60KB", max_probability = 1.0 }}
+[[queues]]
+port = "wan"
+name = "default"
+classes = ["*"]
+weight = 30
+"""
+
 
 def inner_frame(size):
     # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload + ICRC 4.
     return pktlib.roce("10.10.0.5", "10.20.0.9", opcode=0x0A, tos=0x02, payload=size - 14 - 20 - 8 - 12 - 4)
 
 
-def run_dscpgw(binary, cfg_text, tmp, seconds):
+def run_dscpgw(binary, cfg_text, tmp, seconds, rx_too=False):
     cfg = os.path.join(tmp, "bench.toml")
     cfg_text += f'\n[control]\nsocket = "{tmp}/bench.sock"\n'
     with open(cfg, "w") as f:
@@ -88,7 +118,8 @@ def run_dscpgw(binary, cfg_text, tmp, seconds):
     drops = re.search(r"^\s+total\s+(\d+)", out, re.M)
     if not m or p.returncode != 0:
         raise RuntimeError("dscpgw run failed:\n" + out[-3000:])
-    return float(m.group(3)), float(c.group(1)) if c else float("nan"), int(drops.group(1)) if drops else 0
+    r = float(m.group(3)), float(c.group(1)) if c else float("nan"), int(drops.group(1)) if drops else 0
+    return r + (float(m.group(2)),) if rx_too else r
 
 
 def run_testpmd(src, seconds, tries=3):
@@ -137,6 +168,32 @@ def row(name, size, mpps, floor, cyc, floor_cyc, drops):
           f"{floor_cyc / cyc:>10.2f}" + (f"  ({drops} dropped)" if drops else ""))
 
 
+def qos_cost(a, sizes, tmp):
+    """The scheduler's cost: none, configured and idle, overloaded; interleaved per repeat."""
+    modes = [("no scheduler", None), ("shaped, idle (400 Gbit/s)", "400Gbps"),
+             ("shaped, overloaded (1 Gbit/s)", "1Gbps")]
+    print(f"{'case':<32}{'frame':>6}{'Mpps rx':>9}{'Mpps tx':>9}{'cyc/pkt':>9}{'spread':>9}{'vs none':>9}")
+    for size in sizes:
+        inner_pcap = os.path.join(tmp, f"inner{size}.pcap")
+        wrpcap(inner_pcap, [inner_frame(size)])
+        src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
+        base = CONFIG.format(lan=src, wan="net_null0,no-rx=1", type="geneve", remote=REMOTE[4])
+        runs = {name: [] for name, _ in modes}
+        for _ in range(a.repeat):
+            for name, rate in modes:
+                cfg = base if rate is None else (base.replace('mtu = 9000\n', f'mtu = 9000\nrate = "{rate}"\n')
+                                                 + QUEUES.format())
+                runs[name].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds, rx_too=True))
+        none = statistics.median(r[1] for r in runs[modes[0][0]])
+        for name, _ in modes:
+            rs = runs[name]
+            cyc = statistics.median(r[1] for r in rs)
+            spread = max(r[1] for r in rs) - min(r[1] for r in rs)
+            print(f"{name:<32}{size:>6}{statistics.median(r[3] for r in rs):>9.2f}"
+                  f"{statistics.median(r[0] for r in rs):>9.2f}{cyc:>9.1f}{spread:>9.1f}{cyc - none:>+9.1f}")
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3)
@@ -144,8 +201,11 @@ def main():
     ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
     ap.add_argument("--quick", action="store_true", help="Geneve over IPv4 only")
     ap.add_argument("--repeat", type=int, default=1, help="runs per figure; the median is printed")
+    ap.add_argument("--qos", action="store_true", help="the egress scheduler's cost instead (see above)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
+    if a.qos:
+        return qos_cost(a, sizes, tempfile.mkdtemp(prefix="dscpgw-bench-"))
     variants = [("geneve", 4)] if a.quick else [("geneve", 4), ("vxlan", 4), ("geneve", 6), ("vxlan", 6)]
     tmp = tempfile.mkdtemp(prefix="dscpgw-bench-")
     print(f"{'case':<28}{'frame':>6}{'dscpgw Mpps':>12}{'floor Mpps':>11}{'ratio':>7}"
