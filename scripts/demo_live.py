@@ -4,8 +4,11 @@
 Creates the namespaces `dgwidc` and `dgwcloud` (see tests/interop/netns.py), starts `dscpgw run`
 with config/live-demo.toml, sends a short mixed workload from the LAN side (RoCE data with several
 DSCP/ECN values, a CNP, TCP), sends RoCE back from the cloud, pings the VTEP, then shows tshark's
-decoding on both sides of the tunnel and the gateway's counters, and removes everything it created.
+decoding on both sides of the tunnel and the gateway's counters; then one congested second: a TCP
+flow with ECN fills the 100 Mbit/s wan port while CNPs are sent every 20 ms, and the demo shows the
+CE marks, the queue and the CNPs' delay. It removes everything it created.
 """
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +22,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
 from scapy.all import Ether, raw  # noqa: E402
 import pktlib  # noqa: E402
-from netns import Names, Skip, Capture, sh, ns, preconditions, topology, teardown, send_from  # noqa: E402
+from netns import (Names, Skip, Capture, TCP_SINK, TCP_SOURCE, sh, ns, preconditions, topology,  # noqa: E402
+                   teardown, send_from)
 
 N = Names("dgw")
 CLOUD_MAC = "02:00:00:00:0c:01"
@@ -34,6 +38,35 @@ def show(title, path, fields):
              check=False)
     for line in out.splitlines():
         print("  " + "  ".join(c if c else "-" for c in line.split("|")))
+
+
+def congested_second(binary, tmp, ctl):
+    """One second of TCP (ECN) from the LAN filling the shaped wan port, CNP probes meanwhile."""
+    print("\n== one congested second: TCP with ECN from 10.10.0.5 fills the 100 Mbit/s wan port; a CNP "
+          "(UDP/4791, BTH 0x81) and a datagram of the TCP flow's queue every 20 ms")
+    for space in (N.ns_idc, N.ns_cloud):
+        ns(space, "sysctl -qw net.ipv4.tcp_ecn=1")
+    ns(N.ns_idc, f"ip route change 10.20.0.0/24 dev {N.vi} mtu 1450")
+    for name, code in (("sink.py", TCP_SINK), ("source.py", TCP_SOURCE)):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(code)
+    sink = subprocess.Popen(["ip", "netns", "exec", N.ns_cloud, sys.executable, os.path.join(tmp, "sink.py")],
+                            stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    source = subprocess.Popen(["ip", "netns", "exec", N.ns_idc, sys.executable, os.path.join(tmp, "source.py"),
+                               "1.5", "cubic"], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # Mid-flow: what the queues hold.
+    mid = subprocess.run(ctl + ["queues"], capture_output=True, text=True).stdout
+    source.communicate(timeout=30)
+    got = json.loads(sink.communicate(timeout=30)[0])
+    for line in mid.rstrip().splitlines():
+        print("  " + line)
+    cnp, data = sorted(got["cnp"]), sorted(got["data"])
+    if cnp and data:
+        print(f"  TCP delivered {got['bytes'] * 8 / 1.5 / 1e6:.1f} Mbit/s of payload; one-way delay of "
+              f"{len(cnp)} CNPs: median {cnp[len(cnp) // 2] * 1e3:.2f} ms, max {cnp[-1] * 1e3:.2f} ms; of "
+              f"{len(data)} datagrams behind the TCP flow: median {data[len(data) // 2] * 1e3:.2f} ms")
+    print("  (CE_MARKED: ECT packets marked instead of dropped; DROP_*: none while the flow backs off)")
 
 
 def main():
@@ -94,11 +127,12 @@ def main():
             print(f"\n== dscpgw ctl {' '.join(view)} (the control socket, while it runs)")
             p = subprocess.run(ctl + view, capture_output=True, text=True)
             print((p.stdout + p.stderr).rstrip())
+        congested_second(binary, tmp, ctl)
         print("\n== Prometheus exposition (http://127.0.0.1:9550/metrics), per class and tunnel")
         import urllib.request
         with urllib.request.urlopen("http://127.0.0.1:9550/metrics", timeout=5) as r:
             for line in r.read().decode().splitlines():
-                if line.startswith(("dscpgw_class_packets_total", "dscpgw_tunnel_cnp_packets_total",
+                if line.startswith(("dscpgw_class_packets_total", "dscpgw_tunnel_cnp_packets_total", "dscpgw_queue_",
                                     "dscpgw_tunnel_encap_packets_total", "dscpgw_config_generation")):
                     print("  " + line)
     finally:

@@ -182,3 +182,57 @@ def send_from(tmp, netns, dev, pkts):
     ns(netns, f"{PY} -c \"{code}\"")
 
 
+# The cloud host: a TCP sink on 5201 and a probe receiver on UDP 4791 and 5001, each datagram
+# carrying its send time; prints what it saw as JSON when the sender has closed.
+TCP_SINK = r"""
+import json, select, socket, struct, sys, time
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("10.20.0.9", 5201)); srv.listen(1)
+udp = []
+for port in (4791, 5001):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("10.20.0.9", port)); udp.append(u)
+conn, total, delays, done = None, 0, {4791: [], 5001: []}, False
+deadline = time.monotonic() + 60
+while not done and time.monotonic() < deadline:
+    r, _, _ = select.select([srv] + udp + ([conn] if conn else []), [], [], 1)
+    for s in r:
+        if s is srv:
+            conn, _ = srv.accept()
+        elif s is conn:
+            d = conn.recv(1 << 20)
+            total += len(d)
+            done = not d
+        else:
+            d = s.recv(2048)
+            delays[s.getsockname()[1]].append(time.monotonic() - struct.unpack_from("!d", d, 12)[0])
+print(json.dumps({"bytes": total, "cnp": delays[4791], "data": delays[5001]}))
+"""
+
+# The idc host: one TCP flow for argv[1] seconds (congestion control argv[2]), and probes every 20 ms: a CNP (BTH opcode 0x81, DSCP 48
+# after the gateway's class) and an ECT(0) datagram into the TCP flow's queue.
+TCP_SOURCE = r"""
+import json, socket, struct, sys, threading, time
+secs = float(sys.argv[1]); cc = sys.argv[2]
+s = socket.socket()
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+s.connect(("10.20.0.9", 5201))
+stop = time.monotonic() + secs
+def probes():
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); d.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
+    n = 0
+    while time.monotonic() < stop - 0.5:
+        bth = bytes([0x81, 0, 0xff, 0xff, 0, 0, 0, 0x12, 0, 0, 0, n & 0xff])
+        c.sendto(bth + struct.pack("!d", time.monotonic()) + bytes(44), ("10.20.0.9", 4791))
+        d.sendto(bytes(12) + struct.pack("!d", time.monotonic()) + bytes(44), ("10.20.0.9", 5001))
+        n += 1
+        time.sleep(0.02)
+t = threading.Thread(target=probes); t.start()
+buf = bytes(1 << 16); sent = 0
+while time.monotonic() < stop:
+    sent += s.send(buf)
+t.join()
+s.shutdown(socket.SHUT_WR)
+s.recv(1)
+print(json.dumps({"sent": sent, "cc": cc}))
+"""

@@ -38,7 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-from netns import Names, Results, Skip, sh, ns, preconditions, topology, teardown  # noqa: E402
+from netns import Names, Results, Skip, TCP_SINK, TCP_SOURCE, ns, preconditions, topology, teardown  # noqa: E402
 
 DSCPGW = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "dscpgw")
 N = Names(f"q{os.getpid() % 10000}")
@@ -115,62 +115,6 @@ limit = "4MB"
 socket = "{sock}"
 """
 
-# The cloud host: a TCP sink on 5201 and a probe receiver on UDP 4791 and 5001, each datagram
-# carrying its send time; prints what it saw as JSON when the sender has closed.
-RECEIVER = r"""
-import json, select, socket, struct, sys, time
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("10.20.0.9", 5201)); srv.listen(1)
-udp = []
-for port in (4791, 5001):
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("10.20.0.9", port)); udp.append(u)
-conn, total, delays, done = None, 0, {4791: [], 5001: []}, False
-deadline = time.monotonic() + 60
-while not done and time.monotonic() < deadline:
-    r, _, _ = select.select([srv] + udp + ([conn] if conn else []), [], [], 1)
-    for s in r:
-        if s is srv:
-            conn, _ = srv.accept()
-        elif s is conn:
-            d = conn.recv(1 << 20)
-            total += len(d)
-            done = not d
-        else:
-            d = s.recv(2048)
-            delays[s.getsockname()[1]].append(time.monotonic() - struct.unpack_from("!d", d, 12)[0])
-print(json.dumps({"bytes": total, "cnp": delays[4791], "data": delays[5001]}))
-"""
-
-# The idc host: one TCP flow for SECONDS, and probes every 20 ms: a CNP (BTH opcode 0x81, DSCP 48
-# after the gateway's class) and an ECT(0) datagram into the TCP flow's queue.
-SENDER = r"""
-import json, socket, struct, sys, threading, time
-secs = float(sys.argv[1]); cc = sys.argv[2]
-s = socket.socket()
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
-s.connect(("10.20.0.9", 5201))
-stop = time.monotonic() + secs
-def probes():
-    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); d.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
-    n = 0
-    while time.monotonic() < stop - 0.5:
-        bth = bytes([0x81, 0, 0xff, 0xff, 0, 0, 0, 0x12, 0, 0, 0, n & 0xff])
-        c.sendto(bth + struct.pack("!d", time.monotonic()) + bytes(44), ("10.20.0.9", 4791))
-        d.sendto(bytes(12) + struct.pack("!d", time.monotonic()) + bytes(44), ("10.20.0.9", 5001))
-        n += 1
-        time.sleep(0.02)
-t = threading.Thread(target=probes); t.start()
-buf = bytes(1 << 16); sent = 0
-while time.monotonic() < stop:
-    sent += s.send(buf)
-t.join()
-s.shutdown(socket.SHUT_WR)
-s.recv(1)
-print(json.dumps({"sent": sent, "cc": cc}))
-"""
-
-
 def counters(space, fname, table):
     """One table of /proc/net/snmp or /proc/net/netstat in a namespace, as a dict."""
     lines = [ln.split() for ln in ns(space, f"cat /proc/net/{fname}").splitlines() if ln.startswith(table + ":")]
@@ -208,7 +152,7 @@ def run(mode, cc):
             raise RuntimeError("dscpgw run exited")
         ns(N.ns_cloud, "ping -c 1 -W 2 198.18.0.1", check=False)  # the kernel's VTEP learns our MAC
         rtt = ns(N.ns_idc, "ping -q -c 20 -i 0.05 -W 2 10.20.0.9", check=False).splitlines()[-1]
-        for name, code in (("recv.py", RECEIVER), ("send.py", SENDER)):
+        for name, code in (("recv.py", TCP_SINK), ("send.py", TCP_SOURCE)):
             with open(os.path.join(TMP, name), "w") as f:
                 f.write(code)
         snmp0, ext0 = counters(N.ns_idc, "snmp", "Tcp"), counters(N.ns_idc, "netstat", "TcpExt")
