@@ -288,10 +288,11 @@ void print_counters(std::FILE* out, const Report& r) {
         for (const QueueReport& q : r.queues)
             std::fprintf(out,
                          "  %-16s sent %" PRIu64 " pkts %" PRIu64 " bytes, ce_marked %" PRIu64
-                         ", drops ecn_not_ect %" PRIu64 " limit %" PRIu64
+                         ", drops ecn_not_ect %" PRIu64 " limit %" PRIu64 " buffers %" PRIu64
                          ", mean delay %.1f us, depth %" PRIu64 " bytes (max %" PRIu64 ")\n",
                          (q.port + "/" + q.name).c_str(), q.t[Q::packets], q.t[Q::bytes],
                          q.t[Q::ce_marked], q.t[Q::drop_not_ect], q.t[Q::drop_limit],
+                         q.t[Q::drop_buffers],
                          q.t[Q::packets] ? static_cast<double>(q.t[Q::delay]) / 1e3 /
                                                static_cast<double>(q.t[Q::packets])
                                          : 0.0,

@@ -96,9 +96,12 @@ namespace dscpgw {
       "ECT packets the queue marked CE (outer and inner header) for its depth (ecn min..max).") \
     X(drop_not_ect, "queue_drops_total", "reason=ecn_not_ect", "packets", "DROP_NOT_ECT",       \
       "Packets the queue dropped, by cause: ecn_not_ect = a Not-ECT packet at or above ecn "    \
-      "max; limit = the queue held `limit` bytes.")                                             \
+      "max; limit = the queue held `limit` bytes; buffers = the port's queues held every "      \
+      "packet buffer set aside for them.")                                                      \
     X(drop_limit, "queue_drops_total", "reason=limit", "packets", "DROP_LIMIT",                 \
       "Packets dropped because the queue was at its limit.")                                    \
+    X(drop_buffers, "queue_drops_total", "reason=buffers", "packets", "DROP_BUFFERS",           \
+      "Packets dropped because the port's queues held all their buffers (small frames).")       \
     X(delay, "queue_delay_seconds_total", "", "nanoseconds", "",                                \
       "Sum of the time the queue's packets waited (divide by queue_packets_total: the mean "    \
       "delay).")

@@ -98,7 +98,13 @@ PortSched::PortSched(const Snapshot& s, uint16_t port, uint64_t hz)
     for (const TunnelConf& t : s.tunnels)
         if (t.outer_port == port && t.rate != 0)
             nodes_[k++].set(t.rate, std::max<uint64_t>(t.burst, max_frame(p)), hz);
-    for (const QueueConf& qc : s.queues) nq_ += qc.port == port;
+    uint64_t limits = 0;
+    for (const QueueConf& qc : s.queues)
+        if (qc.port == port) {
+            ++nq_;
+            limits += qc.limit;
+        }
+    max_pkts_ = sched_buffers(limits);
     q_ = std::make_unique<Queue[]>(nq_);
     ef_.assign(nq_ * nodes, UINT64_MAX);
     uint32_t min_weight = UINT32_MAX;
@@ -199,6 +205,8 @@ EnqResult PortSched::enqueue(const Snapshot& s, uint16_t port, rte_mbuf* m, uint
     uint8_t ecn = kEcnNotEct;
     if (q.bytes + len > q.limit) {
         r.action = EnqAction::drop_limit;
+    } else if (backlog_.load(std::memory_order_relaxed) >= max_pkts_) {
+        r.action = EnqAction::drop_buffers;
     } else if (q.ecn && q.bytes > q.ecn_min) {
         const bool ip = frame_ecn(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, ecn);
         const bool ect = ip && ecn != kEcnNotEct;
@@ -223,6 +231,7 @@ EnqResult PortSched::enqueue(const Snapshot& s, uint16_t port, rte_mbuf* m, uint
         r.action = EnqAction::drop_limit;
     if (r.action == EnqAction::drop_limit) cc.queue[QueueCounter::drop_limit][gq].inc();
     if (r.action == EnqAction::drop_not_ect) cc.queue[QueueCounter::drop_not_ect][gq].inc();
+    if (r.action == EnqAction::drop_buffers) cc.queue[QueueCounter::drop_buffers][gq].inc();
     return r;
 }
 

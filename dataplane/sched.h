@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -70,7 +71,19 @@ struct SchedEntry {
     uint64_t t_enq;
 };
 
-enum class EnqAction : uint8_t { queued, marked, drop_limit, drop_not_ect, bypass };
+enum class EnqAction : uint8_t { queued, marked, drop_limit, drop_not_ect, drop_buffers, bypass };
+inline bool dropped(EnqAction a) {
+    return a == EnqAction::drop_limit || a == EnqAction::drop_not_ect ||
+           a == EnqAction::drop_buffers;
+}
+
+// The packet buffers a shaped port's queues may hold (their limits in 512-byte frames on
+// average, at most 32768): `run` adds them to the port's mbuf pool, and the scheduler drops
+// (reason "buffers") rather than hold more, so that small frames filling a queue never starve
+// the pool that every port receives into.
+inline uint32_t sched_buffers(uint64_t limits) {
+    return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(limits / 512, 64), 32768));
+}
 struct EnqResult {
     int16_t queue = -1;  // Port-local queue index.
     uint64_t depth = 0;  // The queue's bytes before this packet.
@@ -169,6 +182,7 @@ class PortSched {
     size_t drr_ = 0;
     uint64_t clock_ = 0;  // The last departure time.
     uint64_t rng_ = 0x9e3779b97f4a7c15ull;
+    uint64_t max_pkts_ = 0;  // sched_buffers() of the queues' limits.
     std::atomic<uint64_t> backlog_{0};
 };
 

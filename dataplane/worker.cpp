@@ -78,8 +78,7 @@ void sched_run(const WorkerContext& c, const Snapshot& s, size_t port, SchedStag
     ps.lock();
     for (uint16_t i = 0; i < stage.n; ++i) {
         const EnqResult r = ps.enqueue(s, static_cast<uint16_t>(port), stage.pkts[i], now, cc);
-        if (r.action == EnqAction::drop_limit || r.action == EnqAction::drop_not_ect)
-            rte_pktmbuf_free(stage.pkts[i]);
+        if (dropped(r.action)) rte_pktmbuf_free(stage.pkts[i]);
     }
     stage.n = 0;
     sched_drain(c, s, port, ps, now, cc);

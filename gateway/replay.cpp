@@ -87,6 +87,7 @@ std::string queue_trace(const Snapshot& s, uint16_t port, const EnqResult& r) {
     if (r.action == EnqAction::marked) t += " ce";
     if (r.action == EnqAction::drop_limit) t += " queue_drop=limit";
     if (r.action == EnqAction::drop_not_ect) t += " queue_drop=ecn_not_ect";
+    if (r.action == EnqAction::drop_buffers) t += " queue_drop=buffers";
     return t;
 }
 
@@ -346,9 +347,7 @@ int cmd_replay(const ReplayOptions& o) {
                         const EnqResult r =
                             ps->enqueue(*snap, port, m, times[k], stats[w]->bank[snap->bank]);
                         line += queue_trace(*snap, port, r);
-                        if (r.action == EnqAction::drop_limit ||
-                            r.action == EnqAction::drop_not_ect)
-                            rte_pktmbuf_free(m);
+                        if (dropped(r.action)) rte_pktmbuf_free(m);
                     },
                     [&](const rte_mbuf*, const Verdict& v, const PacketNotes& notes) {
                         ++seen;

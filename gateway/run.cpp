@@ -281,15 +281,14 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
         // Every descriptor of every queue may hold an mbuf, plus a burst in flight per worker.
         socket_mbufs[ports.socket[i]] +=
             ports.plans[i].rxq * kRxDesc + ports.plans[i].txq * kTxDesc + workers * 2 * kBurst;
-        // A shaped port's queues hold mbufs: room for their limits in 512-byte frames on average
-        // (a reload that raises the limits past it runs short at RX: rx_nombuf).
-        if (pc.rate != 0) {
+        // A shaped port's queues hold mbufs: the buffers its scheduler may hold (sched_buffers();
+        // a reload that raises the limits past these runs short at RX: rx_nombuf).
+        if (shaped) {
             uint64_t limits = 0;
             for (const QueueConf& q : cfg.queues)
                 if (q.port == i) limits += q.limit;
             if (limits == 0) limits = QueueConf{}.limit;
-            socket_mbufs[ports.socket[i]] +=
-                static_cast<uint32_t>(std::min<uint64_t>(limits / 512, 32768));
+            socket_mbufs[ports.socket[i]] += sched_buffers(limits);
         }
     }
     const uint32_t room =

@@ -248,8 +248,7 @@ void BM_SchedEnqueueDequeue(benchmark::State& state) {
         ps.lock();
         for (rte_mbuf* m : burst) {
             const EnqResult r = ps.enqueue(*s, 1, m, now, cc);
-            if (r.action == EnqAction::drop_limit || r.action == EnqAction::drop_not_ect)
-                rte_pktmbuf_free(m);
+            if (dropped(r.action)) rte_pktmbuf_free(m);
         }
         const unsigned n = ps.dequeue(*s, 1, now, out, kBurst, *st, cc);
         ps.unlock();

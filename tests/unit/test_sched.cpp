@@ -301,6 +301,29 @@ TEST_F(Sched, EcnRampNotEctDropsAndLimit) {
     free_all(out);
 }
 
+// Small frames reach the port's buffer budget before any byte limit: the queues' limits (5.256 MB
+// here) in 512-byte frames, 10265 buffers; past it every packet is dropped as "buffers", so a full
+// queue of 100-byte frames never drains the pool the ports receive into.
+TEST_F(Sched, SmallFramesStopAtTheBufferBudget) {
+    PortSched ps(*snap_, kWan, kHz);
+    const uint64_t budget = sched_buffers(256000 + 4000000 + 1000000);
+    ASSERT_EQ(budget, 10265u);
+    uint64_t kept = 0, dropped_buffers = 0;
+    for (uint64_t i = 0; i < budget + 50; ++i) {
+        const EnqResult r = enq(ps, encap(roce(60, 2)), 1000);
+        ASSERT_EQ(r.queue, 1);
+        kept += r.action == EnqAction::queued || r.action == EnqAction::marked;
+        dropped_buffers += r.action == EnqAction::drop_buffers;
+    }
+    EXPECT_EQ(kept, budget);
+    EXPECT_EQ(dropped_buffers, 50u);
+    EXPECT_LT(ps.depth_bytes(1), 4000000u / 2) << "well under the byte limit";
+    EXPECT_EQ(queue_counter(QueueCounter::drop_buffers, 1), 50u);
+    auto out = drain(ps, UINT64_MAX / 2);
+    EXPECT_EQ(out.size(), budget);
+    free_all(out);
+}
+
 // The gateway's own frames (no note) bypass the queues.
 TEST_F(Sched, OwnFramesBypass) {
     PortSched ps(*snap_, kWan, kHz);
