@@ -142,6 +142,8 @@ PortSched::PortSched(const Snapshot& s, uint16_t port, uint64_t hz)
 }
 
 PortSched::~PortSched() {
+    for (; ready_head_ != ready_tail_; ++ready_head_)
+        rte_pktmbuf_free(ready_[ready_head_ % kReady].m);
     for (size_t i = 0; i < nq_; ++i)
         for (Fifo& f : q_[i].fifo)
             while (!f.empty()) {
@@ -170,6 +172,7 @@ bool PortSched::push(Queue& q, size_t node, rte_mbuf* m, uint64_t t) {
     f.e[f.tail++ & f.mask] = {m, t};
     q.bytes += m->pkt_len;
     ++q.pkts;
+    ++queued_;
     backlog_.store(backlog_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     gauges(q);
     return true;
@@ -226,8 +229,22 @@ EnqResult PortSched::enqueue(const Snapshot& s, uint16_t port, rte_mbuf* m, uint
             cc.queue[QueueCounter::ce_marked][gq].inc();
         }
     }
-    if ((r.action == EnqAction::queued || r.action == EnqAction::marked) &&
-        !push(q, node < q.fifo.size() ? node : 0, m, now))
+    const size_t k = node < q.fifo.size() ? node : 0;
+    if (r.action == EnqAction::queued && queued_ == 0 && ready_tail_ - ready_head_ < kReady) {
+        // Nothing queued: it leaves now if every bucket it needs has the tokens (judged as
+        // dequeue() judges a head, so that the result is the same, only cheaper).
+        uint64_t t = std::max(
+            {clock_, now, port_.eligible(q.strict ? len : lref_), nodes_[k].eligible(len)});
+        if (q.strict) t = std::max(t, q.cap.eligible(len));
+        if (t <= now) {
+            depart(plan, static_cast<size_t>(r.queue), k, len, t, now, cc);
+            if (port_.on()) pending_shaped_ += len;
+            ready_[ready_tail_++ % kReady] = {m, t};
+            backlog_.store(backlog_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            return r;
+        }
+    }
+    if ((r.action == EnqAction::queued || r.action == EnqAction::marked) && !push(q, k, m, now))
         r.action = EnqAction::drop_limit;
     if (r.action == EnqAction::drop_limit) cc.queue[QueueCounter::drop_limit][gq].inc();
     if (r.action == EnqAction::drop_not_ect) cc.queue[QueueCounter::drop_not_ect][gq].inc();
@@ -245,12 +262,22 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
     // no peak is missed).
     uint64_t left = backlog();
     uint32_t touched = 0;
+    if (pending_shaped_ != 0) {
+        st.port[PortCounter::shaper_bytes][port].add(pending_shaped_);
+        pending_shaped_ = 0;
+    }
+    while (n < max && ready_head_ != ready_tail_) {
+        out[n++] = ready_[ready_head_++ % kReady];
+        --left;
+    }
     while (n < max && left != 0) {
         uint64_t tmin = UINT64_MAX;
         const size_t nn = nodes_.size();
-        // When the port has tokens for its largest frame: every queue's head is judged by that,
-        // so that a shorter frame does not win a turn for its length alone (the tokens a shorter
-        // one leaves stay in the bucket, which holds at least that frame: the rate is kept).
+        // When the port has tokens for its largest frame: every weighted queue's head is judged
+        // by that, so that a shorter frame does not win a DRR turn for its length alone (the
+        // tokens a shorter one leaves stay in the bucket, which holds at least that frame: the
+        // rate is kept). A strict queue's head by its own length: a CNP need not wait for the
+        // tokens of a frame it is not.
         const uint64_t port_ready = port_.eligible(lref_);
         for (size_t i = 0; i < nq_; ++i) {
             Queue& q = q_[i];
@@ -263,7 +290,8 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
                 if (f.empty()) continue;
                 const SchedEntry& h = f.front();
                 const uint32_t len = h.m->pkt_len;
-                e = std::max({h.t_enq, port_ready, nodes_[k].eligible(len)});
+                e = std::max({h.t_enq, q.strict ? port_.eligible(len) : port_ready,
+                              nodes_[k].eligible(len)});
                 if (q.strict) e = std::max(e, q.cap.eligible(len));
                 e_q[i] = std::min(e_q[i], e);
             }
@@ -320,7 +348,8 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
         // Whose tokens held it, and for how long: since it was queued or the last departure.
         const uint64_t base = std::max(clock_, h.t_enq);
         if (t > base) {
-            const uint64_t pe = port_ready, ne = nodes_[k].eligible(len);
+            const uint64_t pe = pick->strict ? port_.eligible(len) : port_ready;
+            const uint64_t ne = nodes_[k].eligible(len);
             const uint64_t waited = ns(t - base);
             if (pe > base && pe >= ne)
                 st.port[PortCounter::shaper_throttled][port].add(waited);
@@ -328,23 +357,13 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
                 cc.tunnel[TunnelCounter::shaper_throttled][static_cast<size_t>(plan.node_tunnel[k])]
                     .add(waited);
         }
-        port_.charge(t, len);
-        nodes_[k].charge(t, len);
-        if (pick->strict) pick->cap.charge(t, len);
-        pick->rr = static_cast<uint16_t>(k + 1 < pick->fifo.size() ? k + 1 : 0);
+        depart(plan, qi, k, len, t, h.t_enq, cc);
         pick->bytes -= len;
         --pick->pkts;
+        --queued_;
         --left;
         touched |= 1u << qi;
-        clock_ = t;
-        const size_t gq = plan.first_queue + qi;
-        cc.queue[QueueCounter::packets][gq].inc();
-        cc.queue[QueueCounter::bytes][gq].add(len);
-        cc.queue[QueueCounter::delay][gq].add(ns(t - h.t_enq));
         if (port_.on()) st.port[PortCounter::shaper_bytes][port].add(len);
-        if (k < plan.node_tunnel.size() && plan.node_tunnel[k] >= 0)
-            cc.tunnel[TunnelCounter::shaper_bytes][static_cast<size_t>(plan.node_tunnel[k])].add(
-                len);
         out[n++] = {h.m, t};
     }
     if (n != 0) {
@@ -353,6 +372,22 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
             if (touched & 1u << i) gauges(q_[i]);
     }
     return n;
+}
+
+void PortSched::depart(const SchedPlan& plan, size_t qi, size_t k, uint32_t len, uint64_t t,
+                       uint64_t t_enq, ConfigCounters& cc) {
+    Queue& q = q_[qi];
+    port_.charge(t, len);
+    nodes_[k].charge(t, len);
+    if (q.strict) q.cap.charge(t, len);
+    q.rr = static_cast<uint16_t>(k + 1 < q.fifo.size() ? k + 1 : 0);
+    clock_ = t;
+    const size_t gq = plan.first_queue + qi;
+    cc.queue[QueueCounter::packets][gq].inc();
+    cc.queue[QueueCounter::bytes][gq].add(len);
+    cc.queue[QueueCounter::delay][gq].add(ns(t - t_enq));
+    if (k < plan.node_tunnel.size() && plan.node_tunnel[k] >= 0)
+        cc.tunnel[TunnelCounter::shaper_bytes][static_cast<size_t>(plan.node_tunnel[k])].add(len);
 }
 
 void PortSched::take_backlog(PortSched& from) {
@@ -375,6 +410,17 @@ void PortSched::take_backlog(PortSched& from) {
         fq.bytes = fq.pkts = 0;
         from.gauges(fq);
     }
+    // What had departed there and not been taken leaves first here.
+    for (; from.ready_head_ != from.ready_tail_; ++from.ready_head_) {
+        const Departure d = from.ready_[from.ready_head_ % kReady];
+        if (ready_tail_ - ready_head_ < kReady) {
+            ready_[ready_tail_++ % kReady] = d;
+            backlog_.store(backlog_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        } else if (!push(q_[nq_ - 1], 0, d.m, d.time)) {
+            rte_pktmbuf_free(d.m);
+        }
+    }
+    from.queued_ = 0;
     from.backlog_.store(0, std::memory_order_relaxed);
 }
 

@@ -182,8 +182,20 @@ class PortSched {
     size_t drr_ = 0;
     uint64_t clock_ = 0;  // The last departure time.
     uint64_t rng_ = 0x9e3779b97f4a7c15ull;
-    uint64_t max_pkts_ = 0;  // sched_buffers() of the queues' limits.
-    std::atomic<uint64_t> backlog_{0};
+    uint64_t max_pkts_ = 0;             // sched_buffers() of the queues' limits.
+    std::atomic<uint64_t> backlog_{0};  // Packets held: queued, or departed and not yet taken.
+    // An idle port's fast path: while nothing is queued, a packet that may leave at once is
+    // accounted as departed at enqueue and waits here for the next dequeue(), which returns
+    // these first (they left before anything queued after them).
+    static constexpr uint32_t kReady = 64;
+    Departure ready_[kReady];
+    uint32_t ready_head_ = 0, ready_tail_ = 0;
+    uint64_t queued_ = 0;          // Packets in the queues' FIFOs.
+    uint64_t pending_shaped_ = 0;  // Bytes the fast path sent, for the port's shaper_bytes.
+    // A departure at `t` from queue `qi`'s node `k` (enqueued at `t_enq`): the buckets charged,
+    // the queue's counters and the tunnel's.
+    void depart(const SchedPlan& plan, size_t qi, size_t k, uint32_t len, uint64_t t,
+                uint64_t t_enq, ConfigCounters& cc);
 };
 
 // Control thread, before `to` replaces `from`: a port whose scheduler signature is unchanged

@@ -180,7 +180,7 @@ std::unique_ptr<Snapshot> sched_snapshot(uint64_t rate_mbps) {
     wan.role = PortRole::outer;
     wan.mtu = 1600;
     wan.rate = rate_mbps * 1000000;
-    wan.burst = 16000;
+    wan.burst = std::max<uint64_t>(wan.rate / 8 / 100000, 16000);  // The default: 10 us of rate.
     s->ports = {lan, wan};
     QueueConf cnp, roce, def;
     cnp.name = "cnp";
