@@ -74,28 +74,10 @@ dscp = 26
 
 REMOTE = {4: "198.18.7.7", 6: "2001:db8:18::99"}
 
-# The egress policy of --qos (tests/golden/egress.toml's queues) on the wan port at `rate`.
-QUEUES = """
-[[queues]]
-port = "wan"
-name = "cnp"
-classes = ["roce-cnp"]
-priority = "strict"
-max_rate = "10%"
-limit = "256KB"
-[[queues]]
-port = "wan"
-name = "roce"
-classes = ["roce-data"]
-weight = 70
-limit = "4MB"
-ecn = {{ min = "40KB", max = "60KB", max_probability = 1.0 }}
-[[queues]]
-port = "wan"
-name = "default"
-classes = ["*"]
-weight = 30
-"""
+# The egress policy of --qos: tests/golden/egress.toml's queues, on the wan port at a rate.
+with open(os.path.join(ROOT, "tests", "golden", "egress.toml")) as _f:
+    _egress = _f.read()
+QUEUES = _egress[_egress.index("[[queues]]"):]
 
 
 def inner_frame(size):
@@ -182,7 +164,7 @@ def qos_cost(a, sizes, tmp):
         for _ in range(a.repeat):
             for name, rate in modes:
                 cfg = base if rate is None else (base.replace('mtu = 9000\n', f'mtu = 9000\nrate = "{rate}"\n')
-                                                 + QUEUES.format())
+                                                 + QUEUES)
                 runs[name].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds, rx_too=True))
         none = statistics.median(r[1] for r in runs[modes[0][0]])
         for name, _ in modes:

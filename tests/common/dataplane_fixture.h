@@ -24,6 +24,7 @@ device = "b"
 ipv4 = "198.18.0.1"
 ipv6 = "2001:db8:18::1"
 mtu = 9100
+@WAN_KEYS@
 [[tunnels]]
 name = "g4"
 type = "geneve"
@@ -102,11 +103,41 @@ dscp = 0
 adaptive = [{ min_bytes = 500, dscp = 34 }]
 )";
 
+// Border QoS II on the wide config, for the fuzzer: both ports shaped, a tunnel shaped inside the
+// wan port, CNPs strict, everything else in a queue that marks (or drops Not-ECT) from its second
+// packet on, so that CE marking runs on whatever the path forwards.
+inline constexpr const char* kEgressPort = "rate = \"100Gbps\"\n";
+inline constexpr const char* kEgressFirst = R"(
+[[queues]]
+port = "wan"
+name = "cnp"
+classes = ["cnp"]
+priority = "strict"
+max_rate = "10%"
+[[queues]]
+port = "wan"
+name = "rest"
+classes = ["*"]
+ecn = { min = 1, max = 1 }
+[[queues]]
+port = "lan"
+name = "cnp"
+classes = ["cnp"]
+priority = "strict"
+[[queues]]
+port = "lan"
+name = "rest"
+classes = ["*"]
+weight = 3
+ecn = { min = 1, max = 2, max_probability = 0.5 }
+)";
+
 inline std::unique_ptr<Snapshot> wide_snapshot(bool routed = false, const char* first = "",
-                                               const char* lan = "") {
+                                               const char* lan = "", const char* wan = "") {
     std::string text = kWideConfig;
     text.replace(text.find("@LAN_ADDRESSES@"), 15,
                  routed ? "ipv4 = \"10.0.0.1/8\"\nipv6 = \"fd00::1/64\"" : lan);
+    text.replace(text.find("@WAN_KEYS@"), 10, wan);
     text.insert(text.find("[[classes]]"), first);
     static NeighborTable neighbors;
     const Config cfg = parse_config(text, "wide.toml");

@@ -6,7 +6,9 @@
 // stops the run. It also holds the shortcuts to their reference: the straight-line parse of plain
 // IPv4/UDP must equal the general parser's result, the plain-IPv4 encapsulation and decapsulation
 // must equal the general paths', and a packet processed with a per-burst decap cache that has just
-// seen it must come out as it does without one.
+// seen it must come out as it does without one. Bit 5 of the second byte picks a config whose
+// ports are shaped with queues that mark CE (dataplane/sched.h): a forwarded frame is then queued
+// twice (the second marked or dropped) and dequeued, as the workers' egress stage does.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,13 +21,47 @@
 #include "dataplane/local.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/qos.h"
+#include "dataplane/sched.h"
 #include "gateway/eal.h"
 #include "tests/common/dataplane_fixture.h"
 
 namespace {
 
-// Transparent LAN, routed LAN, and the transparent one tagged with Border QoS classes.
-const dscpgw::Snapshot* g_snaps[3] = {};
+// Transparent LAN, routed LAN, the transparent one tagged with Border QoS classes, and shaped
+// ports with egress queues.
+const dscpgw::Snapshot* g_snaps[4] = {};
+rte_mempool* g_pool = nullptr;
+uint64_t g_now = 0;
+
+// The forwarded frame through its out port's scheduler: queued twice (the second copy sees a
+// non-empty queue: ECT marked CE in outer and inner header, Not-ECT dropped), then everything
+// dequeued and freed. ASan checks the marking's parse of whatever the path produced.
+void through_scheduler(const dscpgw::Snapshot& s, const dscpgw::Outcome& v, const dscpgw::Frame& f,
+                       bool outer_rx) {
+    dscpgw::PortSched* ps = s.scheds[v.out_port].get();
+    if (ps == nullptr) return;
+    auto st = std::make_unique<dscpgw::WorkerStats>();
+    dscpgw::ConfigCounters& cc = st->bank[0];
+    g_now += 1000000000ull;
+    ps->lock();
+    for (int copy = 0; copy < 2; ++copy) {
+        rte_mbuf* m = rte_pktmbuf_alloc(g_pool);
+        if (m == nullptr || f.len > rte_pktmbuf_tailroom(m)) std::abort();
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.len)), f.data, f.len);
+        if (!outer_rx && v.tx_udp6_cksum)
+            m->ol_flags |= RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_UDP_CKSUM;
+        dscpgw::sched_note(m, outer_rx ? dscpgw::kSchedDecap : dscpgw::kSchedEncap, v.class_id,
+                           v.tunnel_id);
+        const dscpgw::EnqResult r = ps->enqueue(s, v.out_port, m, g_now, cc);
+        if (r.action == dscpgw::EnqAction::bypass || dscpgw::dropped(r.action)) rte_pktmbuf_free(m);
+    }
+    dscpgw::Departure out[8];
+    unsigned n;
+    while ((n = ps->dequeue(s, v.out_port, g_now + 1000000000ull, out, 8, *st, cc)) != 0)
+        for (unsigned i = 0; i < n; ++i) rte_pktmbuf_free(out[i].m);
+    if (ps->backlog() != 0) std::abort();
+    ps->unlock();
+}
 
 void check_parse_shortcut(const uint8_t* frame, uint32_t len) {
     dscpgw::ParsedPacket fast, ref;
@@ -55,7 +91,11 @@ bool same_verdict(const dscpgw::Outcome& a, const dscpgw::Outcome& b) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::string err;
-    if (!dscpgw::eal_init(dscpgw::eal_args_offline(), err)) {
+    // Four snapshots (each with its 64 MB IPv4 route table): more than the usual 512 MB.
+    std::vector<std::string> args = dscpgw::eal_args_offline();
+    for (std::string& a : args)
+        if (a == "512") a = "1024";
+    if (!dscpgw::eal_init(args, err)) {
         std::fprintf(stderr, "%s\n", err.c_str());
         std::abort();
     }
@@ -63,13 +103,21 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     g_snaps[1] = dscpgw::test::wide_snapshot(true).release();
     g_snaps[2] = dscpgw::test::wide_snapshot(false, dscpgw::test::kQosFirst, dscpgw::test::kQosLan)
                      .release();
+    g_snaps[3] = dscpgw::test::wide_snapshot(false, dscpgw::test::kEgressFirst,
+                                             dscpgw::test::kEgressPort, dscpgw::test::kEgressPort)
+                     .release();
+    g_pool = rte_pktmbuf_pool_create("fuzz_sched", 63, 0, 0, 20480 + RTE_PKTMBUF_HEADROOM,
+                                     SOCKET_ID_ANY);
+    if (g_pool == nullptr) std::abort();
     return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 2 || size > 16384) return 0;
     const uint16_t port = data[0] & 1;
-    const dscpgw::Snapshot* g_snap = g_snaps[(data[1] & 0x10) != 0 ? 2 : data[0] >> 7];
+    const dscpgw::Snapshot* g_snap = g_snaps[(data[1] & 0x20) != 0   ? 3
+                                             : (data[1] & 0x10) != 0 ? 2
+                                                                     : data[0] >> 7];
     // Headroom from 0 to 126 bytes: encapsulation must never write before the buffer.
     const uint32_t headroom = ((data[0] >> 1) & 0x3f) * 2u;
     const auto rx_cksum = static_cast<uint8_t>(data[1] & 0x0f);
@@ -123,6 +171,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         volatile uint8_t sink = 0;
         for (uint32_t i = 0; i < f.len; ++i) sink = static_cast<uint8_t>(sink + f.data[i]);
         (void)sink;
+        if (v.local == dscpgw::LocalReply::none && v.pmtu == 0)
+            through_scheduler(*g_snap, v, f, g_snap->ports[port].role == dscpgw::PortRole::outer);
     }
     return 0;
 }

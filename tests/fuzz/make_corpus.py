@@ -60,4 +60,10 @@ for i, s in enumerate(seeds):
 for i, s in enumerate(qos):
     with open(os.path.join(out, f"qos{i:02d}"), "wb") as fh:
         fh.write(s[:1] + bytes([0x10]) + s[1:])
-print(f"{len(seeds) + len(qos)} seeds in {out}")
+# The first 40 seeds (the packet path's usual frames, both directions, ECT and Not-ECT) again with
+# the shaped-ports snapshot (bit 5): through the egress queues and their CE marking.
+egress = [s for s in seeds if not s[0] & 0x80][:40]
+for i, s in enumerate(egress):
+    with open(os.path.join(out, f"egress{i:02d}"), "wb") as fh:
+        fh.write(s[:1] + bytes([0x20]) + s[1:])
+print(f"{len(seeds) + len(qos) + len(egress)} seeds in {out}")

@@ -48,6 +48,16 @@ Bytes roce(size_t ip_len, uint8_t tos, uint8_t opcode = 4, const char* dst = "10
         .build();
 }
 
+// An ECT(0) UDP frame of `ip_len` IP bytes that no class takes (the "*" queue's).
+Bytes other_udp(size_t ip_len) {
+    return PacketBuilder()
+        .eth()
+        .ipv4("10.10.0.5", "10.20.0.9", 2)
+        .udp(1234, 5001)
+        .payload(ip_len - 28)
+        .build();
+}
+
 class Sched : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -213,12 +223,7 @@ TEST_F(Sched, DrrSharesByBytes) {
     const uint64_t t0 = 1000000;
     // Data 1000-byte frames, everything else (a UDP port no class takes) 300-byte ones.
     for (int i = 0; i < 3000; ++i) enq(ps, encap(roce(1000, 2)), t0);
-    const Bytes other = PacketBuilder()
-                            .eth()
-                            .ipv4("10.10.0.5", "10.20.0.9", 2)
-                            .udp(1234, 5001)
-                            .payload(300 - 28)
-                            .build();
+    const Bytes other = other_udp(300);
     for (int i = 0; i < 3000; ++i) ASSERT_EQ(enq(ps, encap(other), t0).queue, 2);
     // 40 ms at 100 Mbit/s: 500 kB, neither queue runs dry.
     auto out = drain(ps, t0 + 40000000);
@@ -281,12 +286,7 @@ TEST_F(Sched, EcnRampNotEctDropsAndLimit) {
     EXPECT_EQ(queue_counter(QueueCounter::drop_not_ect, 1), 1u);
     EXPECT_EQ(queue_counter(QueueCounter::ce_marked, 1), ramp_marked + above_marked + 1);
     // The default queue's limit: 1 MB of Ethernet frames, then every frame dropped.
-    const Bytes other = PacketBuilder()
-                            .eth()
-                            .ipv4("10.10.0.5", "10.20.0.9", 2)
-                            .udp(1234, 5001)
-                            .payload(1000 - 28)
-                            .build();
+    const Bytes other = other_udp(1000);
     uint64_t queued = 0;
     EnqResult r;
     while ((r = enq(ps, encap(other), t0)).action == EnqAction::queued) ++queued;
