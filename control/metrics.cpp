@@ -296,9 +296,12 @@ std::string metrics_doc_table() {
     r.policers.resize(1);
     r.policers[0].name = "p";
     r.workers.resize(1);
+    r.queues.resize(1);
+    r.queues[0].port = "wan";
+    r.queues[0].name = "cnp";
     r.neighbors.push_back({"198.18.0.254", "wan", "", "incomplete", false});
-    const std::set<std::string> item_labels = {"port",    "class",   "tunnel", "worker",
-                                               "address", "version", "dpdk",   "policer"};
+    const std::set<std::string> item_labels = {"port",    "class", "tunnel",  "worker", "address",
+                                               "version", "dpdk",  "policer", "queue"};
     std::string o = "| metric | type | labels | meaning |\n|---|---|---|---|\n";
     for (const MetricFamily& f : metric_families(r)) {
         std::vector<std::pair<std::string, std::vector<std::string>>> labels;
