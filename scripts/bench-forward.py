@@ -1,21 +1,31 @@
 #!/usr/bin/python3
 """Forwarding throughput of `dscpgw run` against DPDK's own floor, on the same vdevs and core.
 
-Source: net_pcap with infinite_rx=1 replaying one frame (RoCE, 74/1082/4154 bytes of inner frame),
-sink: net_null with no-rx=1. One forwarding lcore each. For every case it prints the Mpps of
-  (a) dscpgw (mark + encap inner->outer, or decap outer->inner), and
-  (b) dpdk-testpmd --forward-mode=io on the same two vdevs,
-and the ratio a/b; then the busy TSC cycles per packet of each (dscpgw's worker, testpmd's
---record-core-cycles: both count only polls that received packets) and their ratio floor/dscpgw.
+Source: net_pcap with infinite_rx=1 replaying a capture, sink: net_null with no-rx=1, one
+forwarding lcore each. Captures (--frames): `single`, one RoCE data frame; `multi`, 128 frames of
+16 queue pairs (16 source/destination pairs, UDP entropy ports and destination QPs), as a RoCE job
+sends them. Sizes (--sizes) are inner Ethernet frames: 74, 1082, 2048, 4154 and 9000 bytes.
 
-With --qos it measures instead what the egress scheduler (Border QoS II) costs on mark+encap
-Geneve/IPv4: the wan port without a rate (no scheduler), shaped with the three queues of
-tests/golden/egress.toml at 400 Gbit/s (configured, idle: every frame leaves at once), and at
-1 Gbit/s (overloaded: the queues at their limits, most frames dropped or marked). The three runs
-are interleaved per repeat; busy cycles are per received packet.
+For every case (mark + encap inner->outer, decap outer->inner; Geneve and VXLAN over IPv4 and
+IPv6) and every repeat it runs the floor, `dpdk-testpmd --forward-mode=io` on the same two vdevs,
+then dscpgw, and takes the ratio within the repeat. It prints medians and the spread of:
+  - Mpps/core: packets sent divided by the forwarding thread's CPU time
+    (/proc/PID/task/TID/schedstat of the lcore thread `rte-worker-N`): the rate of one fully used
+    core, which the time-slicing of a shared machine does not move;
+  - wall-clock Mpps (dscpgw's own summary) for reference;
+  - busy TSC cycles per packet of both (dscpgw's worker, testpmd's --record-core-cycles: both count
+    only polls that received packets).
+Pages: 2 MB hugepages when the machine has 1 GB of them free (--pages auto), else 4 KB pages
+(--no-huge); the header says which.
 
-Usage: bench-forward.py [--seconds N] [--sizes 74,1082,4154] [--dscpgw build/dscpgw] [--quick] [--repeat N]
-                        [--qos]
+With --qos it measures instead what Border QoS costs on mark+encap Geneve/IPv4 (single frame):
+no QoS, a policer every packet passes green, the wan port shaped with the three queues of
+tests/golden/egress.toml at 400 Gbit/s (configured, idle: every frame leaves at once) and at
+1 Gbit/s (overloaded: the queues at their limits, most frames dropped or marked). The runs are
+interleaved per repeat; busy cycles are per received packet.
+
+Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames single,multi]
+                        [--repeat N] [--quick] [--pages auto|huge|4k] [--dscpgw build/dscpgw] [--qos]
 """
 import argparse
 import logging
@@ -35,18 +45,18 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
 from scapy.all import wrpcap  # noqa: E402
 import pktlib  # noqa: E402
 
-EAL = ["--no-huge", "-m", "1024", "--no-shconf", "--no-pci", "-l", "0,1", "--log-level=lib.*:error"]
+EAL = ["-m", "1024", "--no-shconf", "--no-pci", "-l", "0,1", "--log-level=lib.*:error"]
 
 CONFIG = """
 [eal]
-args = ["--no-huge", "-m", "1024", "--no-shconf", "-l", "0,1"]
+args = [{eal}]
 [gateway]
 workers = 1
 [[ports]]
 name = "lan"
 role = "inner"
 device = "{lan}"
-mtu = 4200
+mtu = 9000
 [[ports]]
 name = "wan"
 role = "outer"
@@ -54,14 +64,16 @@ device = "{wan}"
 ipv4 = "198.18.0.1"
 ipv6 = "2001:db8:18::1"
 mac = "02:00:00:00:00:01"
-mtu = 9000
+mtu = 9200
+{wan_keys}
 [[tunnels]]
 name = "t"
 type = "{type}"
 vni = 100
 remote = "{remote}"
 next_hop_mac = "02:00:00:00:00:fe"
-routes = ["10.20.0.0/16"]
+routes = ["10.0.0.0/8"]
+{first}
 [[classes]]
 name = "roce-cnp"
 match = {{ udp_dst_port = 4791, bth_opcode = 0x81 }}
@@ -70,9 +82,11 @@ dscp = 48
 name = "roce-data"
 match = {{ udp_dst_port = 4791 }}
 dscp = 26
+{data_keys}
 """
 
 REMOTE = {4: "198.18.7.7", 6: "2001:db8:18::99"}
+LOCAL = {4: "198.18.0.1", 6: "2001:db8:18::1"}
 
 # The egress policy of --qos: tests/golden/egress.toml's queues, on the wan port at a rate.
 with open(os.path.join(ROOT, "tests", "golden", "egress.toml")) as _f:
@@ -80,49 +94,81 @@ with open(os.path.join(ROOT, "tests", "golden", "egress.toml")) as _f:
 QUEUES = _egress[_egress.index("[[queues]]"):]
 
 
-def inner_frame(size):
-    # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload + ICRC 4.
-    return pktlib.roce("10.10.0.5", "10.20.0.9", opcode=0x0A, tos=0x02, payload=size - 14 - 20 - 8 - 12 - 4)
+def roce_frame(size, q=0, psn=1):
+    # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload + ICRC 4; queue pair q of 16.
+    return pktlib.roce(f"10.10.0.{5 + q // 4}", f"10.20.0.{9 + q % 4}", opcode=0x0A, tos=0x02,
+                       sport=49152 + 97 * q, dqpn=0x100 + q, psn=psn, payload=size - 14 - 20 - 8 - 12 - 4)
 
 
-def run_dscpgw(binary, cfg_text, tmp, seconds, rx_too=False):
+def frames(size, kind):
+    if kind == "single":
+        return [roce_frame(size)]
+    return [roce_frame(size, i % 16, i // 16) for i in range(128)]
+
+
+class Run:
+    def __init__(self, pkts, cpu_ns, wall_mpps, cycles, drops=0, rx_mpps=0.0):
+        self.core_mpps = pkts * 1e3 / cpu_ns if cpu_ns else float("nan")
+        self.wall_mpps, self.cycles, self.drops, self.rx_mpps = wall_mpps, cycles, drops, rx_mpps
+
+
+def lcore_cpu_ns(pid):
+    """CPU time of the process's forwarding lcore threads (DPDK names them rte-worker-N)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as f:
+                if not f.read().startswith("rte-worker"):
+                    continue
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total
+
+
+def stop_after(p, seconds):
+    time.sleep(seconds)
+    cpu = lcore_cpu_ns(p.pid)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    return cpu, out
+
+
+def run_dscpgw(binary, cfg_text, tmp, seconds):
     cfg = os.path.join(tmp, "bench.toml")
     cfg_text += f'\n[control]\nsocket = "{tmp}/bench.sock"\n'
     with open(cfg, "w") as f:
         f.write(cfg_text)
     p = subprocess.Popen([binary, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True)
-    time.sleep(seconds + 1.5)
-    p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=60)
-    m = re.search(r"forwarded: rx \d+ tx \d+ pkts in ([\d.]+) s: ([\d.]+) Mpps rx, ([\d.]+) Mpps tx", out)
+    cpu, out = stop_after(p, seconds + 1.5)
+    m = re.search(r"forwarded: rx \d+ tx (\d+) pkts in ([\d.]+) s: ([\d.]+) Mpps rx, ([\d.]+) Mpps tx", out)
     c = re.search(r"worker 0: rx \d+ pkts, busy ([\d.]+) cycles/pkt", out)
     drops = re.search(r"^\s+total\s+(\d+)", out, re.M)
     if not m or p.returncode != 0:
         raise RuntimeError("dscpgw run failed:\n" + out[-3000:])
-    r = float(m.group(3)), float(c.group(1)) if c else float("nan"), int(drops.group(1)) if drops else 0
-    return r + (float(m.group(2)),) if rx_too else r
+    return Run(int(m.group(1)), cpu, float(m.group(4)), float(c.group(1)) if c else float("nan"),
+               int(drops.group(1)) if drops else 0, float(m.group(3)))
 
 
-def run_testpmd(src, seconds, tries=3):
+def run_testpmd(eal, src, seconds, tries=3):
     for attempt in range(tries):
         try:
-            return run_testpmd_once(src, seconds)
+            return run_testpmd_once(eal, src, seconds)
         except RuntimeError:
             if attempt == tries - 1:
                 raise
-    return 0.0, 0.0
+    return None
 
 
-def run_testpmd_once(src, seconds):
-    cmd = ["dpdk-testpmd"] + EAL + ["--vdev", src, "--vdev", "net_null9,no-rx=1", "--",
+def run_testpmd_once(eal, src, seconds):
+    cmd = ["dpdk-testpmd"] + eal + ["--vdev", src, "--vdev", "net_null9,no-rx=1", "--",
                                      "--forward-mode=io", "--nb-cores=1", "--stats-period=1",
-                                     "--mbuf-size=9216", "--max-pkt-len=9000", "--total-num-mbufs=8192",
+                                     "--mbuf-size=9472", "--max-pkt-len=9400", "--total-num-mbufs=8192",
                                      "--record-core-cycles"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
-    time.sleep(seconds + 2.5)
-    p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=60)
+    cpu, out = stop_after(p, seconds + 2.5)
     # Per-period stats: "Port statistics ==== port 1 ..." blocks with "Tx-pps:"; take port 1's.
     rates = []
     for block in re.split(r"#+ NIC statistics for port ", out):
@@ -133,90 +179,118 @@ def run_testpmd_once(src, seconds):
     # Busy TSC cycles per packet of the forwarding loop (cycles of polls that received something),
     # measured the way dscpgw's worker measures its own.
     c = re.search(r"CPU cycles/packet=([\d.]+)", out)
-    if not rates or not c:
+    sent = re.search(r"Accumulated forward statistics.*?TX-packets:\s+(\d+)", out, re.S)
+    if not rates or not c or not sent:
         raise RuntimeError("testpmd gave no rate:\n" + out[-3000:])
-    return statistics.median(rates[1:] if len(rates) > 2 else rates) / 1e6, float(c.group(1))
+    return Run(int(sent.group(1)), cpu, statistics.median(rates[1:] if len(rates) > 2 else rates) / 1e6,
+               float(c.group(1)))
 
 
-def median_pair(runs):
-    runs = list(runs)
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+def pages(mode):
+    """EAL arguments and their description: hugepages when 1 GB of them is free (or asked for)."""
+    free = 0
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        free = int(info["HugePages_Free"].split()[0]) * int(info["Hugepagesize"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        pass
+    if mode == "huge" or (mode == "auto" and free >= 1 << 30):
+        return [], f"hugepages ({free >> 20} MB free)"
+    return ["--no-huge"], "4 KB pages (--no-huge)"
 
 
-def row(name, size, mpps, floor, cyc, floor_cyc, drops):
-    # Two ratios: of forwarding rates, and of busy cycles per packet (floor / dscpgw), the second
-    # less exposed to the VM's steal time between the two runs.
-    print(f"{name:<28}{size:>6}{mpps:>12.2f}{floor:>11.2f}{mpps / floor:>7.2f}{cyc:>15.1f}{floor_cyc:>14.1f}"
-          f"{floor_cyc / cyc:>10.2f}" + (f"  ({drops} dropped)" if drops else ""))
+def spread(xs):
+    return f"{statistics.median(xs):.2f} [{min(xs):.2f}..{max(xs):.2f}]"
 
 
-def qos_cost(a, sizes, tmp):
-    """The scheduler's cost: none, configured and idle, overloaded; interleaved per repeat."""
-    modes = [("no scheduler", None), ("shaped, idle (400 Gbit/s)", "400Gbps"),
-             ("shaped, overloaded (1 Gbit/s)", "1Gbps")]
-    print(f"{'case':<32}{'frame':>6}{'Mpps rx':>9}{'Mpps tx':>9}{'cyc/pkt':>9}{'spread':>9}{'vs none':>9}")
+def qos_cost(a, sizes, tmp, eal):
+    """Border QoS's cost: none, policer, shaped idle, shaped overloaded; interleaved per repeat."""
+    policer = '[[policers]]\nname = "all"\ncir = "1Tbps"\npir = "1Tbps"\n'
+    modes = [("no QoS", "", "", ""),
+             ("policer (every packet green)", "", policer, 'policer = "all"'),
+             ("shaped, idle (400 Gbit/s)", 'rate = "400Gbps"', QUEUES, ""),
+             ("shaped, overloaded (1 Gbit/s)", 'rate = "1Gbps"', QUEUES, "")]
+    print(f"{'case':<32}{'frame':>6}{'Mpps rx':>9}{'Mpps tx':>9}{'rx/core':>9}{'cyc/pkt':>9}{'spread':>9}{'vs none':>9}")
+    eal_toml = ", ".join(f'"{x}"' for x in eal)
     for size in sizes:
         inner_pcap = os.path.join(tmp, f"inner{size}.pcap")
-        wrpcap(inner_pcap, [inner_frame(size)])
+        wrpcap(inner_pcap, frames(size, "single"))
         src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
-        base = CONFIG.format(lan=src, wan="net_null0,no-rx=1", type="geneve", remote=REMOTE[4])
-        runs = {name: [] for name, _ in modes}
+        runs = {m[0]: [] for m in modes}
         for _ in range(a.repeat):
-            for name, rate in modes:
-                cfg = base if rate is None else (base.replace('mtu = 9000\n', f'mtu = 9000\nrate = "{rate}"\n')
-                                                 + QUEUES)
-                runs[name].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds, rx_too=True))
-        none = statistics.median(r[1] for r in runs[modes[0][0]])
-        for name, _ in modes:
+            for name, wan_keys, first, data_keys in modes:
+                cfg = CONFIG.format(eal=eal_toml, lan=src, wan="net_null0,no-rx=1", type="geneve",
+                                    remote=REMOTE[4], wan_keys=wan_keys, first=first, data_keys=data_keys)
+                runs[name].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds))
+        none = statistics.median(r.cycles for r in runs[modes[0][0]])
+        for name, *_ in modes:
             rs = runs[name]
-            cyc = statistics.median(r[1] for r in rs)
-            spread = max(r[1] for r in rs) - min(r[1] for r in rs)
-            print(f"{name:<32}{size:>6}{statistics.median(r[3] for r in rs):>9.2f}"
-                  f"{statistics.median(r[0] for r in rs):>9.2f}{cyc:>9.1f}{spread:>9.1f}{cyc - none:>+9.1f}")
+            cyc = statistics.median(r.cycles for r in rs)
+            print(f"{name:<32}{size:>6}{statistics.median(r.rx_mpps for r in rs):>9.2f}"
+                  f"{statistics.median(r.wall_mpps for r in rs):>9.2f}"
+                  f"{statistics.median(r.rx_mpps / r.wall_mpps * r.core_mpps if r.wall_mpps else 0 for r in rs):>9.2f}"
+                  f"{cyc:>9.1f}{max(r.cycles for r in rs) - min(r.cycles for r in rs):>9.1f}{cyc - none:>+9.1f}")
         sys.stdout.flush()
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3)
-    ap.add_argument("--sizes", default="74,1082,4154")
+    ap.add_argument("--sizes", default="74,1082,2048,4154,9000")
+    ap.add_argument("--frames", default="single,multi")
     ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
     ap.add_argument("--quick", action="store_true", help="Geneve over IPv4 only")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per figure; the median is printed")
-    ap.add_argument("--qos", action="store_true", help="the egress scheduler's cost instead (see above)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved floor/dscpgw pairs per case")
+    ap.add_argument("--pages", choices=["auto", "huge", "4k"], default="auto")
+    ap.add_argument("--qos", action="store_true", help="Border QoS's cost instead (see above)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
-    if a.qos:
-        return qos_cost(a, sizes, tempfile.mkdtemp(prefix="dscpgw-bench-"))
-    variants = [("geneve", 4)] if a.quick else [("geneve", 4), ("vxlan", 4), ("geneve", 6), ("vxlan", 6)]
+    page_args, page_desc = pages(a.pages)
+    eal = page_args + EAL
     tmp = tempfile.mkdtemp(prefix="dscpgw-bench-")
-    print(f"{'case':<28}{'frame':>6}{'dscpgw Mpps':>12}{'floor Mpps':>11}{'ratio':>7}"
-          f"{'dscpgw cyc/pkt':>15}{'floor cyc/pkt':>14}{'cyc ratio':>10}")
+    print(f"# {page_desc}; one forwarding lcore each; {a.repeat} interleaved repeats of {a.seconds:g} s; "
+          "Mpps/core = packets sent / the lcore thread's CPU time; ratio = dscpgw / floor within a repeat, "
+          "median [min..max]")
+    if a.qos:
+        return qos_cost(a, sizes, tmp, eal)
+    variants = [("geneve", 4)] if a.quick else [("geneve", 4), ("vxlan", 4), ("geneve", 6), ("vxlan", 6)]
+    eal_toml = ", ".join(f'"{x}"' for x in eal)
+    print(f"{'case':<22}{'frame':>6}{'capture':>8}{'dscpgw Mpps':>12}{'dscpgw Mpps/core':>24}"
+          f"{'floor Mpps/core':>24}{'ratio':>22}{'dscpgw cyc':>11}{'floor cyc':>10}")
     for size in sizes:
-        inner = inner_frame(size)
-        inner_pcap = os.path.join(tmp, f"inner{size}.pcap")
-        wrpcap(inner_pcap, [inner])
-        src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
-        floor, floor_cyc = median_pair(run_testpmd(src, a.seconds) for _ in range(a.repeat))
-        for typ, fam in variants:
-            cfg = CONFIG.format(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam])
-            runs = sorted((run_dscpgw(a.dscpgw, cfg, tmp, a.seconds) for _ in range(a.repeat)), key=lambda r: r[0])
-            mpps, cyc, drops = runs[len(runs) // 2]
-            name = f"mark+encap {typ}/IPv{fam}"
-            row(name, size, mpps, floor, cyc, floor_cyc, drops)
-        for typ, fam in variants:
-            outer = pktlib.encap(inner_frame(size), typ, REMOTE[fam], "198.18.0.1" if fam == 4 else "2001:db8:18::1",
-                                 100, tos=26 << 2 | 2)
-            outer_pcap = os.path.join(tmp, f"outer{size}{typ}{fam}.pcap")
-            wrpcap(outer_pcap, [outer])
-            osrc = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
-            ofloor, ofloor_cyc = median_pair(run_testpmd(osrc, a.seconds) for _ in range(a.repeat))
-            cfg = CONFIG.format(lan="net_null0,no-rx=1", wan=osrc, type=typ, remote=REMOTE[fam])
-            runs = sorted((run_dscpgw(a.dscpgw, cfg, tmp, a.seconds) for _ in range(a.repeat)), key=lambda r: r[0])
-            mpps, cyc, drops = runs[len(runs) // 2]
-            name = f"decap {typ}/IPv{fam}"
-            row(name, len(outer), mpps, ofloor, cyc, ofloor_cyc, drops)
-        sys.stdout.flush()
+        for kind in a.frames.split(","):
+            inner = frames(size, kind)
+            inner_pcap = os.path.join(tmp, f"inner{size}{kind}.pcap")
+            wrpcap(inner_pcap, inner)
+            cases = []
+            for typ, fam in variants:
+                src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
+                cfg = dict(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam])
+                cases.append((f"mark+encap {typ}/IPv{fam}", size, src, cfg))
+            for typ, fam in variants:
+                outer = [pktlib.encap(p, typ, REMOTE[fam], LOCAL[fam], 100, tos=26 << 2 | 2, sport=49152 + 53 * (i % 16))
+                         for i, p in enumerate(inner)]
+                outer_pcap = os.path.join(tmp, f"outer{size}{kind}{typ}{fam}.pcap")
+                wrpcap(outer_pcap, outer)
+                src = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
+                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam])
+                cases.append((f"decap {typ}/IPv{fam}", len(outer[0]), src, cfg))
+            for name, frame, src, cfg in cases:
+                pairs = []
+                for _ in range(a.repeat):
+                    floor = run_testpmd(eal, src, a.seconds)
+                    gw = run_dscpgw(a.dscpgw, CONFIG.format(eal=eal_toml, wan_keys="", first="", data_keys="", **cfg),
+                                    tmp, a.seconds)
+                    pairs.append((floor, gw))
+                gws, floors = [g for _, g in pairs], [f for f, _ in pairs]
+                drops = max(g.drops for g in gws)
+                print(f"{name:<22}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
+                      f"{spread([g.core_mpps for g in gws]):>24}{spread([f.core_mpps for f in floors]):>24}"
+                      f"{spread([g.core_mpps / f.core_mpps for f, g in pairs]):>22}"
+                      f"{statistics.median(g.cycles for g in gws):>11.1f}{statistics.median(f.cycles for f in floors):>10.1f}"
+                      + (f"  ({drops} dropped)" if drops else ""))
+                sys.stdout.flush()
 
 
 if __name__ == "__main__":
