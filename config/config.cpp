@@ -990,6 +990,7 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
                      "inner_mac",
                      "inner_vlan",
                      "udp6_zero_checksum_rx",
+                     "udp6_zero_checksum_tx",
                      "mtu",
                      "rate",
                      "burst"});
@@ -1024,6 +1025,7 @@ void load_tunnels(Checker& c, const toml::table& root, Config& cfg) {
         if (auto ecn = c.word(*t, path, "ecn", {"rfc6040", "off"})) tc.ecn_rfc6040 = *ecn == 0;
         if (auto v = c.word(*t, path, "inner_vlan", {"drop", "keep"})) tc.inner_vlan_keep = *v == 1;
         tc.udp6_zero_csum_rx = c.boolean(*t, path, "udp6_zero_checksum_rx").value_or(false);
+        tc.udp6_zero_csum_tx = c.boolean(*t, path, "udp6_zero_checksum_tx").value_or(false);
         std::array<uint8_t, 6> nh_mac{};
         const bool has_mac = t->get("next_hop_mac") != nullptr,
                    has_ip = t->get("next_hop") != nullptr;

@@ -286,7 +286,12 @@ template <bool kV6>
         // RFC 6438: the flow label carries the same entropy as the source port.
         store32(ip, 0x60000000u | uint32_t{tos} << 20 | (hash & 0xfffffu));
         store16(ip + kIpv6PayloadLenOff, udp_len);
-        // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1).
+        // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1), unless the tunnel says
+        // its far end takes zero checksums (RFC 6935/6936; Linux's udp6zerocsumrx).
+        if (t.udp6_zero_csum_tx) {
+            store16(udp + 6, 0);
+            return;
+        }
         // DPDK's raw checksum sums words in host order; the base is kept in the same order.
         uint32_t sum = t.hdr_csum_base + rte_cpu_to_be_16(udp_len);
         if (t.tx_udp_offload) {

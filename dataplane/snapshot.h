@@ -224,6 +224,7 @@ struct TunnelConf {
     bool ecn_rfc6040 = true;
     bool inner_vlan_keep = false;       // `inner_vlan = "keep"`: decapsulated 802.1Q tags pass.
     bool udp6_zero_csum_rx = false;     // `udp6_zero_checksum_rx`: RFC 6935/6936 zero checksums.
+    bool udp6_zero_csum_tx = false;     // `udp6_zero_checksum_tx`: send them (IPv6 outer only).
     int16_t outer_dscp = kDscpInherit;  // Or 0..63; kDscpMapped with a map.
     // The outer DSCP for each DSCP the packet would hand the outer header (the inner DSCP after
     // marking, or the port's default_dscp): identity for "inherit", one value for a fixed

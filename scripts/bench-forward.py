@@ -73,6 +73,7 @@ vni = 100
 remote = "{remote}"
 next_hop_mac = "02:00:00:00:00:fe"
 routes = ["10.0.0.0/8"]
+{tunnel_keys}
 {first}
 [[classes]]
 name = "roce-cnp"
@@ -221,7 +222,8 @@ def qos_cost(a, sizes, tmp, eal):
         for _ in range(a.repeat):
             for name, wan_keys, first, data_keys in modes:
                 cfg = CONFIG.format(eal=eal_toml, lan=src, wan="net_null0,no-rx=1", type="geneve",
-                                    remote=REMOTE[4], wan_keys=wan_keys, first=first, data_keys=data_keys)
+                                    remote=REMOTE[4], wan_keys=wan_keys, tunnel_keys="", first=first,
+                                    data_keys=data_keys)
                 runs[name].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds))
         none = statistics.median(r.cycles for r in runs[modes[0][0]])
         for name, *_ in modes:
@@ -241,6 +243,7 @@ def main():
     ap.add_argument("--frames", default="single,multi")
     ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
     ap.add_argument("--quick", action="store_true", help="Geneve over IPv4 only")
+    ap.add_argument("--variants", default="", help="only the cases whose name contains one of these (comma-separated)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved floor/dscpgw pairs per case")
     ap.add_argument("--pages", choices=["auto", "huge", "4k"], default="auto")
     ap.add_argument("--qos", action="store_true", help="Border QoS's cost instead (see above)")
@@ -254,9 +257,12 @@ def main():
           "median [min..max]")
     if a.qos:
         return qos_cost(a, sizes, tmp, eal)
-    variants = [("geneve", 4)] if a.quick else [("geneve", 4), ("vxlan", 4), ("geneve", 6), ("vxlan", 6)]
+    # (type, outer family, zero IPv6 UDP checksums: udp6_zero_checksum_tx)
+    variants = [("geneve", 4, False)] if a.quick else [("geneve", 4, False), ("vxlan", 4, False),
+                                                       ("geneve", 6, False), ("vxlan", 6, False),
+                                                       ("geneve", 6, True)]
     eal_toml = ", ".join(f'"{x}"' for x in eal)
-    print(f"{'case':<22}{'frame':>6}{'capture':>8}{'dscpgw Mpps':>12}{'dscpgw Mpps/core':>24}"
+    print(f"{'case':<28}{'frame':>6}{'capture':>8}{'dscpgw Mpps':>12}{'dscpgw Mpps/core':>24}"
           f"{'floor Mpps/core':>24}{'ratio':>22}{'dscpgw cyc':>11}{'floor cyc':>10}")
     for size in sizes:
         for kind in a.frames.split(","):
@@ -264,18 +270,23 @@ def main():
             inner_pcap = os.path.join(tmp, f"inner{size}{kind}.pcap")
             wrpcap(inner_pcap, inner)
             cases = []
-            for typ, fam in variants:
+            for typ, fam, zero in variants:
                 src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
-                cfg = dict(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam])
-                cases.append((f"mark+encap {typ}/IPv{fam}", size, src, cfg))
-            for typ, fam in variants:
+                cfg = dict(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam],
+                           tunnel_keys="udp6_zero_checksum_tx = true" if zero else "")
+                cases.append((f"mark+encap {typ}/IPv{fam}" + (" csum0" if zero else ""), size, src, cfg))
+            for typ, fam, zero in variants:
+                if zero:
+                    continue
                 outer = [pktlib.encap(p, typ, REMOTE[fam], LOCAL[fam], 100, tos=26 << 2 | 2, sport=49152 + 53 * (i % 16))
                          for i, p in enumerate(inner)]
                 outer_pcap = os.path.join(tmp, f"outer{size}{kind}{typ}{fam}.pcap")
                 wrpcap(outer_pcap, outer)
                 src = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
-                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam])
+                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam], tunnel_keys="")
                 cases.append((f"decap {typ}/IPv{fam}", len(outer[0]), src, cfg))
+            if a.variants:
+                cases = [c for c in cases if any(v in c[0] for v in a.variants.split(","))]
             for name, frame, src, cfg in cases:
                 pairs = []
                 for _ in range(a.repeat):
@@ -285,7 +296,7 @@ def main():
                     pairs.append((floor, gw))
                 gws, floors = [g for _, g in pairs], [f for f, _ in pairs]
                 drops = max(g.drops for g in gws)
-                print(f"{name:<22}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
+                print(f"{name:<28}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
                       f"{spread([g.core_mpps for g in gws]):>24}{spread([f.core_mpps for f in floors]):>24}"
                       f"{spread([g.core_mpps / f.core_mpps for f, g in pairs]):>22}"
                       f"{statistics.median(g.cycles for g in gws):>11.1f}{statistics.median(f.cycles for f in floors):>10.1f}"

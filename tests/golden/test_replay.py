@@ -301,6 +301,26 @@ def encap_vxlan_over_ipv6():
     assert pktlib.icrc_ok(inner_of(o)), "ICRC"
 
 
+@test
+def encap_ipv6_zero_udp_checksum_when_configured():
+    # udp6_zero_checksum_tx (RFC 6935/6936): the outer UDP checksum is 0 per scapy and tshark, the
+    # rest of the frame as without it (a far end with udp6zerocsumrx takes it).
+    pkt = roce("10.10.0.7", "10.30.0.1", opcode=0x0A, tos=0x02, payload=200)
+    ref = replay([pkt]).outs[0]
+    cfg = gw_with('ttl = 17\n', 'ttl = 17\nudp6_zero_checksum_tx = true\n')
+    r = replay([pkt], cfg=cfg)
+    o = r.outs[0]
+    eq(o[UDP].chksum, 0, "outer UDP checksum")
+    eq(raw(o)[:14 + 40 + 6] + raw(o)[14 + 40 + 8:], raw(ref)[:14 + 40 + 6] + raw(ref)[14 + 40 + 8:],
+       "everything else as with the checksum")
+    path = os.path.join(TMP, "zero6.pcap")
+    wrpcap(path, [o])
+    f = subprocess.run(["tshark", "-r", path, "-T", "fields", "-E", "separator=|", "-e", "udp.checksum",
+                        "-e", "vxlan.vni", "-e", "ip.dsfield.dscp"], capture_output=True, text=True,
+                       check=True).stdout.strip().split("|")
+    eq((f[0].split(",")[0], f[1], f[2]), ("0x0000", "200", "26"), "tshark: zero outer checksum, VNI, inner DSCP")
+
+
 def gw_with(old, new):
     """gw.toml with one edit, as a config file path."""
     with open(GW) as f:

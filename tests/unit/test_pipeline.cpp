@@ -1042,6 +1042,29 @@ TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
     EXPECT_FALSE(process_packet(*snap, kLan, t4.frame).tx_udp6_cksum);
 }
 
+// `udp6_zero_checksum_tx`: the IPv6 outer UDP checksum is zero (RFC 6935/6936), whether or not
+// the device could have summed it, and nothing is left to the device.
+TEST(Offload, ZeroOuterIpv6UdpChecksumWhenTheTunnelSaysSo) {
+    std::string text = kConfig;
+    const std::string key = "routes = [\"10.30.0.0/16\"]\nttl = 9\n";
+    ASSERT_NE(text.find(key), std::string::npos);
+    text.replace(text.find(key), key.size(), key + "udp6_zero_checksum_tx = true\n");
+    for (const bool offload : {false, true}) {
+        Config cfg = parse_config(text, "unit.toml");
+        cfg.ports[kWan].tx_udp_cksum_offload = offload;
+        NeighborTable table;
+        auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+        test::TestFrame t(roce4("10.10.0.5", "10.30.0.9", 0x02));
+        const Outcome v = process_packet(*snap, kLan, t.frame);
+        ASSERT_EQ(v.drop, DropReason::none);
+        EXPECT_FALSE(v.tx_udp6_cksum) << "offload " << offload;
+        const Bytes out = t.bytes();
+        EXPECT_EQ(out[14 + 6], 17) << "UDP over IPv6";
+        EXPECT_EQ(out[14 + 40 + 6] << 8 | out[14 + 40 + 7], 0)
+            << "zero checksum, offload " << offload;
+    }
+}
+
 TEST_F(Pipeline, NoHeadroomLeavesFrameUntouched) {
     const Bytes in = roce4("10.10.0.5", "10.20.0.9", 26 << 2);
     test::TestFrame t(in, 10);
