@@ -18,6 +18,12 @@ then dscpgw, and takes the ratio within the repeat. It prints medians and the sp
 Pages: 2 MB hugepages when the machine has 1 GB of them free (--pages auto), else 4 KB pages
 (--no-huge); the header says which.
 
+With --scaling it measures two workers against one on mark+encap Geneve/IPv4 (1082-byte frames
+by default, 16 flows per RX queue): one worker on one RX queue, then two workers on a source with
+two RX queues (net_pcap with two rx_pcap), the second worker's lcore on the main lcore's CPU
+(`--lcores 0@0,1@1,2@0`: on a 2-CPU machine the control thread shares a core with a worker),
+interleaved per repeat; it prints each worker's Mpps/core and the aggregate wall-clock rate.
+
 With --qos it measures instead what Border QoS costs on mark+encap Geneve/IPv4 (single frame):
 no QoS, a policer every packet passes green, the wan port shaped with the three queues of
 tests/golden/egress.toml at 400 Gbit/s (configured, idle: every frame leaves at once) and at
@@ -26,6 +32,7 @@ interleaved per repeat; busy cycles are per received packet.
 
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames single,multi]
                         [--repeat N] [--quick] [--pages auto|huge|4k] [--dscpgw build/dscpgw] [--qos]
+                        [--scaling]
 """
 import argparse
 import logging
@@ -113,24 +120,29 @@ class Run:
         self.wall_mpps, self.cycles, self.drops, self.rx_mpps = wall_mpps, cycles, drops, rx_mpps
 
 
-def lcore_cpu_ns(pid):
-    """CPU time of the process's forwarding lcore threads (DPDK names them rte-worker-N)."""
+def lcore_cpu_ns(pid, each=None):
+    """CPU time of the process's forwarding lcore threads (DPDK names them rte-worker-N); `each`
+    gets them by lcore number."""
     total = 0
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/comm") as f:
-                if not f.read().startswith("rte-worker"):
-                    continue
+                comm = f.read().strip()
+            if not comm.startswith("rte-worker"):
+                continue
             with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total += int(f.read().split()[0])
+                ns = int(f.read().split()[0])
+            total += ns
+            if each is not None:
+                each[int(comm.rsplit("-", 1)[1])] = ns
         except OSError:
             pass
     return total
 
 
-def stop_after(p, seconds):
+def stop_after(p, seconds, each=None):
     time.sleep(seconds)
-    cpu = lcore_cpu_ns(p.pid)
+    cpu = lcore_cpu_ns(p.pid, each)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
     return cpu, out
@@ -143,14 +155,20 @@ def run_dscpgw(binary, cfg_text, tmp, seconds):
         f.write(cfg_text)
     p = subprocess.Popen([binary, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True)
-    cpu, out = stop_after(p, seconds + 1.5)
+    each = {}
+    cpu, out = stop_after(p, seconds + 1.5, each)
     m = re.search(r"forwarded: rx \d+ tx (\d+) pkts in ([\d.]+) s: ([\d.]+) Mpps rx, ([\d.]+) Mpps tx", out)
     c = re.search(r"worker 0: rx \d+ pkts, busy ([\d.]+) cycles/pkt", out)
     drops = re.search(r"^\s+total\s+(\d+)", out, re.M)
     if not m or p.returncode != 0:
         raise RuntimeError("dscpgw run failed:\n" + out[-3000:])
-    return Run(int(m.group(1)), cpu, float(m.group(4)), float(c.group(1)) if c else float("nan"),
-               int(drops.group(1)) if drops else 0, float(m.group(3)))
+    r = Run(int(m.group(1)), cpu, float(m.group(4)), float(c.group(1)) if c else float("nan"),
+            int(drops.group(1)) if drops else 0, float(m.group(3)))
+    # Worker k runs on the k-th worker lcore (lcores in order): its packets over its CPU time.
+    rx = [int(x) for x in re.findall(r"^worker \d+: rx (\d+) pkts", out, re.M)]
+    cpus = [each[k] for k in sorted(each)]
+    r.per_worker = [n * 1e3 / c if c else float("nan") for n, c in zip(rx, cpus)]
+    return r
 
 
 def run_testpmd(eal, src, seconds, tries=3):
@@ -236,6 +254,37 @@ def qos_cost(a, sizes, tmp, eal):
         sys.stdout.flush()
 
 
+def scaling(a, sizes, tmp, page_args):
+    """Two workers on two RX queues against one on one; interleaved per repeat."""
+    print(f"{'workers':<9}{'frame':>6}{'aggregate Mpps':>24}{'per worker Mpps/core':>24}{'vs one worker':>22}")
+    for size in sizes:
+        paths = []
+        for qi in range(2):
+            path = os.path.join(tmp, f"q{qi}-{size}.pcap")
+            wrpcap(path, [pktlib.roce(f"10.10.{qi}.5", f"10.20.{qi}.9", opcode=0x0A, tos=0x02, sport=49152 + 16 * qi + i,
+                                      payload=size - 14 - 20 - 8 - 12 - 4) for i in range(16)])
+            paths.append(path)
+        runs = {1: [], 2: []}
+        for _ in range(a.repeat):
+            for w in (1, 2):
+                lcores = "0@0,1@1" if w == 1 else "0@0,1@1,2@0"
+                eal = page_args + ["-m", "1024", "--no-shconf", "--lcores", lcores, "--log-level=lib.*:error"]
+                src = "net_pcap0," + ",".join(f"rx_pcap={x}" for x in paths[:w]) + ",infinite_rx=1"
+                cfg = CONFIG.format(eal=", ".join(f'"{x}"' for x in eal), lan=src, wan="net_null0,no-rx=1",
+                                    type="geneve", remote=REMOTE[4], wan_keys="", tunnel_keys="", first="",
+                                    data_keys="").replace("workers = 1", f"workers = {w}")
+                runs[w].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds))
+        one = statistics.median(r.wall_mpps for r in runs[1])
+        for w in (1, 2):
+            rs = runs[w]
+            per = [statistics.median(r.per_worker[k] for r in rs) for k in range(w)]
+            ratios = [r.wall_mpps / o.wall_mpps for r, o in zip(rs, runs[1])]
+            print(f"{w:<9}{size:>6}{spread([r.wall_mpps for r in rs]):>24}{' / '.join(f'{x:.2f}' for x in per):>24}"
+                  f"{spread(ratios) if w == 2 else '1':>22}")
+        print(f"# one worker: {one:.2f} Mpps (median)")
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3)
@@ -247,6 +296,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="interleaved floor/dscpgw pairs per case")
     ap.add_argument("--pages", choices=["auto", "huge", "4k"], default="auto")
     ap.add_argument("--qos", action="store_true", help="Border QoS's cost instead (see above)")
+    ap.add_argument("--scaling", action="store_true", help="two workers against one (see above)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     page_args, page_desc = pages(a.pages)
@@ -257,6 +307,8 @@ def main():
           "median [min..max]")
     if a.qos:
         return qos_cost(a, sizes, tmp, eal)
+    if a.scaling:
+        return scaling(a, sizes if a.sizes != ap.get_default("sizes") else [1082], tmp, page_args)
     # (type, outer family, zero IPv6 UDP checksums: udp6_zero_checksum_tx)
     variants = [("geneve", 4, False)] if a.quick else [("geneve", 4, False), ("vxlan", 4, False),
                                                        ("geneve", 6, False), ("vxlan", 6, False),
