@@ -1022,22 +1022,34 @@ TEST(Neighbors, ProbesAreWellFormed) {
 
 // With UDP checksum offload on the outer port, the IPv6 outer UDP checksum field holds the
 // pseudo-header sum for the device to complete, and the verdict says so.
-TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
-    Config cfg = parse_config(kConfig, "unit.toml");
-    cfg.ports[kWan].tx_udp_cksum_offload = true;
+// A frame for the IPv6 tunnel "v6" through config `text`, the wan port offering UDP checksum
+// offload or not; the verdict, and the frame in `out`.
+Outcome encap_over_v6(const std::string& text, bool offload, Bytes& out) {
+    Config cfg = parse_config(text, "unit.toml");
+    cfg.ports[kWan].tx_udp_cksum_offload = offload;
     NeighborTable table;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
     test::TestFrame t(roce4("10.10.0.5", "10.30.0.9", 0x02));
     const Outcome v = process_packet(*snap, kLan, t.frame);
+    out = t.bytes();
+    return v;
+}
+
+TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
+    Bytes out;
+    const Outcome v = encap_over_v6(kConfig, true, out);
     ASSERT_EQ(v.drop, DropReason::none);
     EXPECT_TRUE(v.tx_udp6_cksum);
-    const Bytes out = t.bytes();
     const uint32_t udp_len = static_cast<uint32_t>(out.size() - 14 - 40);
     uint32_t sum = test::sum16(out.data() + 14 + 8, 32) + 17 + udp_len;
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
     EXPECT_EQ(out[14 + 40 + 6] << 8 | out[14 + 40 + 7], static_cast<int>(sum))
         << "pseudo-header sum, not complemented";
     // IPv4 outer tunnels never ask for it.
+    Config cfg = parse_config(kConfig, "unit.toml");
+    cfg.ports[kWan].tx_udp_cksum_offload = true;
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
     test::TestFrame t4(roce4("10.10.0.5", "10.20.0.9", 0x02));
     EXPECT_FALSE(process_packet(*snap, kLan, t4.frame).tx_udp6_cksum);
 }
@@ -1050,15 +1062,10 @@ TEST(Offload, ZeroOuterIpv6UdpChecksumWhenTheTunnelSaysSo) {
     ASSERT_NE(text.find(key), std::string::npos);
     text.replace(text.find(key), key.size(), key + "udp6_zero_checksum_tx = true\n");
     for (const bool offload : {false, true}) {
-        Config cfg = parse_config(text, "unit.toml");
-        cfg.ports[kWan].tx_udp_cksum_offload = offload;
-        NeighborTable table;
-        auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
-        test::TestFrame t(roce4("10.10.0.5", "10.30.0.9", 0x02));
-        const Outcome v = process_packet(*snap, kLan, t.frame);
+        Bytes out;
+        const Outcome v = encap_over_v6(text, offload, out);
         ASSERT_EQ(v.drop, DropReason::none);
         EXPECT_FALSE(v.tx_udp6_cksum) << "offload " << offload;
-        const Bytes out = t.bytes();
         EXPECT_EQ(out[14 + 6], 17) << "UDP over IPv6";
         EXPECT_EQ(out[14 + 40 + 6] << 8 | out[14 + 40 + 7], 0)
             << "zero checksum, offload " << offload;
