@@ -102,6 +102,12 @@ with open(os.path.join(ROOT, "tests", "golden", "egress.toml")) as _f:
 QUEUES = _egress[_egress.index("[[queues]]"):]
 
 
+def gw_config(eal, lan, wan, type, remote, wan_keys="", tunnel_keys="", first="", data_keys=""):
+    """CONFIG for EAL arguments `eal` (a list), the two devices and the tunnel, with optional keys."""
+    return CONFIG.format(eal=", ".join(f'"{x}"' for x in eal), lan=lan, wan=wan, type=type, remote=remote,
+                         wan_keys=wan_keys, tunnel_keys=tunnel_keys, first=first, data_keys=data_keys)
+
+
 def roce_frame(size, q=0, psn=1):
     # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload + ICRC 4; queue pair q of 16.
     return pktlib.roce(f"10.10.0.{5 + q // 4}", f"10.20.0.{9 + q % 4}", opcode=0x0A, tos=0x02,
@@ -231,7 +237,6 @@ def qos_cost(a, sizes, tmp, eal):
              ("shaped, idle (400 Gbit/s)", 'rate = "400Gbps"', QUEUES, ""),
              ("shaped, overloaded (1 Gbit/s)", 'rate = "1Gbps"', QUEUES, "")]
     print(f"{'case':<32}{'frame':>6}{'Mpps rx':>9}{'Mpps tx':>9}{'rx/core':>9}{'cyc/pkt':>9}{'spread':>9}{'vs none':>9}")
-    eal_toml = ", ".join(f'"{x}"' for x in eal)
     for size in sizes:
         inner_pcap = os.path.join(tmp, f"inner{size}.pcap")
         wrpcap(inner_pcap, frames(size, "single"))
@@ -239,9 +244,8 @@ def qos_cost(a, sizes, tmp, eal):
         runs = {m[0]: [] for m in modes}
         for _ in range(a.repeat):
             for name, wan_keys, first, data_keys in modes:
-                cfg = CONFIG.format(eal=eal_toml, lan=src, wan="net_null0,no-rx=1", type="geneve",
-                                    remote=REMOTE[4], wan_keys=wan_keys, tunnel_keys="", first=first,
-                                    data_keys=data_keys)
+                cfg = gw_config(eal, src, "net_null0,no-rx=1", "geneve", REMOTE[4], wan_keys=wan_keys,
+                                first=first, data_keys=data_keys)
                 runs[name].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds))
         none = statistics.median(r.cycles for r in runs[modes[0][0]])
         for name, *_ in modes:
@@ -270,9 +274,8 @@ def scaling(a, sizes, tmp, page_args):
                 lcores = "0@0,1@1" if w == 1 else "0@0,1@1,2@0"
                 eal = page_args + ["-m", "1024", "--no-shconf", "--lcores", lcores, "--log-level=lib.*:error"]
                 src = "net_pcap0," + ",".join(f"rx_pcap={x}" for x in paths[:w]) + ",infinite_rx=1"
-                cfg = CONFIG.format(eal=", ".join(f'"{x}"' for x in eal), lan=src, wan="net_null0,no-rx=1",
-                                    type="geneve", remote=REMOTE[4], wan_keys="", tunnel_keys="", first="",
-                                    data_keys="").replace("workers = 1", f"workers = {w}")
+                cfg = gw_config(eal, src, "net_null0,no-rx=1", "geneve", REMOTE[4]).replace(
+                    "workers = 1", f"workers = {w}")
                 runs[w].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds))
         one = statistics.median(r.wall_mpps for r in runs[1])
         for w in (1, 2):
@@ -313,7 +316,6 @@ def main():
     variants = [("geneve", 4, False)] if a.quick else [("geneve", 4, False), ("vxlan", 4, False),
                                                        ("geneve", 6, False), ("vxlan", 6, False),
                                                        ("geneve", 6, True)]
-    eal_toml = ", ".join(f'"{x}"' for x in eal)
     print(f"{'case':<28}{'frame':>6}{'capture':>8}{'dscpgw Mpps':>12}{'dscpgw Mpps/core':>24}"
           f"{'floor Mpps/core':>24}{'ratio':>22}{'dscpgw cyc':>11}{'floor cyc':>10}")
     for size in sizes:
@@ -335,7 +337,7 @@ def main():
                 outer_pcap = os.path.join(tmp, f"outer{size}{kind}{typ}{fam}.pcap")
                 wrpcap(outer_pcap, outer)
                 src = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
-                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam], tunnel_keys="")
+                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam])
                 cases.append((f"decap {typ}/IPv{fam}", len(outer[0]), src, cfg))
             if a.variants:
                 cases = [c for c in cases if any(v in c[0] for v in a.variants.split(","))]
@@ -343,8 +345,7 @@ def main():
                 pairs = []
                 for _ in range(a.repeat):
                     floor = run_testpmd(eal, src, a.seconds)
-                    gw = run_dscpgw(a.dscpgw, CONFIG.format(eal=eal_toml, wan_keys="", first="", data_keys="", **cfg),
-                                    tmp, a.seconds)
+                    gw = run_dscpgw(a.dscpgw, gw_config(eal, **cfg), tmp, a.seconds)
                     pairs.append((floor, gw))
                 gws, floors = [g for _, g in pairs], [f for f, _ in pairs]
                 drops = max(g.drops for g in gws)

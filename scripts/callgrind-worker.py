@@ -59,18 +59,19 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dscpgw-callgrind-")
     extra = f"\n[metrics]\nflows = {a.flows}\n" if a.flows is not None else ""
-    inner = bench.inner_frame(a.size)
+    inner = bench.roce_frame(a.size)
+    eal = ["--no-huge"] + bench.EAL
     inner_pcap = os.path.join(tmp, "inner.pcap")
     wrpcap(inner_pcap, [inner])
-    cfg = bench.CONFIG.format(lan=f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1", wan="net_null0,no-rx=1",
-                              type="geneve", remote=bench.REMOTE[4]) + extra
+    cfg = bench.gw_config(eal, f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1", "net_null0,no-rx=1",
+                          "geneve", bench.REMOTE[4]) + extra
     ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "encap")
     print(f"mark+encap geneve/IPv4 {a.size} B: {ipp:.1f} instructions/pkt ({n} pkts)")
     outer = bench.pktlib.encap(inner, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2)
     outer_pcap = os.path.join(tmp, "outer.pcap")
     wrpcap(outer_pcap, [outer])
-    cfg = bench.CONFIG.format(lan="net_null0,no-rx=1", wan=f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
-                              type="geneve", remote=bench.REMOTE[4]) + extra
+    cfg = bench.gw_config(eal, "net_null0,no-rx=1", f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
+                          "geneve", bench.REMOTE[4]) + extra
     ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "decap")
     print(f"decap geneve/IPv4 {len(outer)} B: {ipp:.1f} instructions/pkt ({n} pkts)")
     sys.stdout.flush()
