@@ -75,6 +75,7 @@ void compile_scheds(Snapshot& s, const Config& cfg) {
                 plan.node_tunnel.push_back(static_cast<int16_t>(t));
             }
         s.scheds[p] = std::make_shared<PortSched>(s, static_cast<uint16_t>(p), rte_get_tsc_hz());
+        s.shaped_ports |= 1u << p;
     }
 }
 

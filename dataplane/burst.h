@@ -289,8 +289,10 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
             }
         }
         count.forwarded<kOuter>(notes, m->pkt_len, bs);
-        // For the egress queues: what the packet is, so that they need not parse it again.
-        sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
+        // For the egress queues: what the packet is, so that they need not parse it again (only
+        // a port with a scheduler reads it).
+        if (s.shaped_ports >> v.out_port & 1u)
+            sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
         sink(v.out_port, m);
     }
     count.flush(rx_port, n, rx_bytes);

@@ -328,6 +328,7 @@ struct Snapshot {
     std::vector<QueueConf> queues;
     std::vector<SchedPlan> sched_plans;
     std::vector<std::shared_ptr<PortSched>> scheds;
+    uint32_t shaped_ports = 0;  // Bit p: port p has a scheduler (one load on the packet path).
     rte_lpm* lpm4 = nullptr;
     rte_lpm6* lpm6 = nullptr;
     rte_hash* decap = nullptr;

@@ -114,7 +114,8 @@ int worker_main(void* arg) {
             process_burst(
                 s, static_cast<uint16_t>(p), pkts, n, st, bs,
                 [&](uint16_t out, rte_mbuf* m) {
-                    if (s.scheds[out] != nullptr && m->hash.sched.traffic_class != kSchedOther) {
+                    if ((s.shaped_ports >> out & 1u) != 0 &&
+                        m->hash.sched.traffic_class != kSchedOther) {
                         SchedStage& g = stage[out];
                         g.pkts[g.n++] = m;
                         if (g.n == kBurst) sched_run(c, s, out, g, t0);
