@@ -169,6 +169,18 @@ void json_tunnel(Json& j, const TunnelReport& t) {
         .close('}');
 }
 
+// Every shaper of the report, the ports' then the tunnels': f(kind, name, rate, burst, bytes sent,
+// nanoseconds throttled).
+template <typename F>
+void each_shaper(const Report& r, F&& f) {
+    for (const PortReport& p : r.ports)
+        f("port", p.name, p.rate, p.burst, p.t[PortCounter::shaper_bytes],
+          p.t[PortCounter::shaper_throttled]);
+    for (const TunnelReport& t : r.tunnels)
+        f("tunnel", t.name, t.rate, t.burst, t.t[TunnelCounter::shaper_bytes],
+          t.t[TunnelCounter::shaper_throttled]);
+}
+
 // A DSCP action of a policer's colour: the DSCP, or the word ("keep", "drop").
 std::string colour_action(int v, const char* word) { return v < 0 ? word : std::to_string(v); }
 
@@ -304,12 +316,7 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
                     .num("throttled_ns", throttled_ns)
                     .close('}');
         };
-        for (const PortReport& p : r.ports)
-            shaper("port", p.name, p.rate, p.burst, p.t[PortCounter::shaper_bytes],
-                   p.t[PortCounter::shaper_throttled]);
-        for (const TunnelReport& t : r.tunnels)
-            shaper("tunnel", t.name, t.rate, t.burst, t.t[TunnelCounter::shaper_bytes],
-                   t.t[TunnelCounter::shaper_throttled]);
+        each_shaper(r, shaper);
         j.close(']').key("queues").open('[');
         for (const QueueReport& q : r.queues) {
             j.open('{')
@@ -482,12 +489,7 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
                          kind, name.c_str(), rate, burst, "", "", bytes,
                          static_cast<double>(throttled_ns) / 1e9);
         };
-        for (const PortReport& p : r.ports)
-            shaper("port", p.name, p.rate, p.burst, p.t[PortCounter::shaper_bytes],
-                   p.t[PortCounter::shaper_throttled]);
-        for (const TunnelReport& t : r.tunnels)
-            shaper("tunnel", t.name, t.rate, t.burst, t.t[TunnelCounter::shaper_bytes],
-                   t.t[TunnelCounter::shaper_throttled]);
+        each_shaper(r, shaper);
         o += fmt("\n%-12s %-14s %-10s %10s %10s %-22s %s\n", "PORT", "QUEUE", "PRIORITY", "LIMIT",
                  "DEPTH", "ECN", "CLASSES");
         for (const QueueReport& q : r.queues) {

@@ -233,9 +233,8 @@ EnqResult PortSched::enqueue(const Snapshot& s, uint16_t port, rte_mbuf* m, uint
     if (r.action == EnqAction::queued && queued_ == 0 && ready_tail_ - ready_head_ < kReady) {
         // Nothing queued: it leaves now if every bucket it needs has the tokens (judged as
         // dequeue() judges a head, so that the result is the same, only cheaper).
-        uint64_t t = std::max(
-            {clock_, now, port_.eligible(q.strict ? len : lref_), nodes_[k].eligible(len)});
-        if (q.strict) t = std::max(t, q.cap.eligible(len));
+        const uint64_t t =
+            std::max({clock_, now, head_ready(q, k, len, q.strict ? 0 : port_.eligible(lref_))});
         if (t <= now) {
             depart(plan, static_cast<size_t>(r.queue), k, len, t, now, cc);
             if (port_.on()) pending_shaped_ += len;
@@ -290,9 +289,7 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
                 if (f.empty()) continue;
                 const SchedEntry& h = f.front();
                 const uint32_t len = h.m->pkt_len;
-                e = std::max({h.t_enq, q.strict ? port_.eligible(len) : port_ready,
-                              nodes_[k].eligible(len)});
-                if (q.strict) e = std::max(e, q.cap.eligible(len));
+                e = std::max(h.t_enq, head_ready(q, k, len, port_ready));
                 e_q[i] = std::min(e_q[i], e);
             }
             tmin = std::min(tmin, e_q[i]);
@@ -372,6 +369,13 @@ unsigned PortSched::dequeue(const Snapshot& s, uint16_t port, uint64_t now, Depa
             if (touched & 1u << i) gauges(q_[i]);
     }
     return n;
+}
+
+uint64_t PortSched::head_ready(const Queue& q, size_t k, uint32_t len, uint64_t port_ready) const {
+    // A weighted head by the port's tokens for its largest frame (`port_ready`), a strict one by
+    // its own length and its cap (see dequeue()).
+    if (!q.strict) return std::max(port_ready, nodes_[k].eligible(len));
+    return std::max({port_.eligible(len), nodes_[k].eligible(len), q.cap.eligible(len)});
 }
 
 void PortSched::depart(const SchedPlan& plan, size_t qi, size_t k, uint32_t len, uint64_t t,

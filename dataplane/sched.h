@@ -194,6 +194,8 @@ class PortSched {
     uint64_t pending_shaped_ = 0;  // Bytes the fast path sent, for the port's shaper_bytes.
     // A departure at `t` from queue `qi`'s node `k` (enqueued at `t_enq`): the buckets charged,
     // the queue's counters and the tunnel's.
+    // When the head of queue `q`'s node `k`, `len` bytes, may leave by the buckets it needs.
+    uint64_t head_ready(const Queue& q, size_t k, uint32_t len, uint64_t port_ready) const;
     void depart(const SchedPlan& plan, size_t qi, size_t k, uint32_t len, uint64_t t,
                 uint64_t t_enq, ConfigCounters& cc);
 };
