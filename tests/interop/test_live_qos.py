@@ -10,8 +10,8 @@ Two runs, everything else equal:
 - `ecn`: the default queue marks ECT packets CE from 100 kB (probability 0 -> 1 at 200 kB). The
   sender uses ECN (`net.ipv4.tcp_ecn = 1`) and DCTCP where the kernel has it, else CUBIC. Expected:
   the wire rate within 5 % of 100 Mbit/s, the queue held near 100..200 kB, zero retransmissions.
-- `drop`: no `ecn` key; the queue fills to its 4 MB limit and drops. Expected: drops and
-  retransmissions, a queue of hundreds of ms.
+- `drop`: no `ecn` key; the queue fills to its 2 MB limit and drops. Expected: drops and
+  retransmissions, a queue of over 100 ms.
 Meanwhile CNP-class probes (UDP/4791, BTH opcode 0x81) and probes of the TCP flow's queue
 (UDP/5001, ECT(0)) are sent every 20 ms: the CNPs' one-way delay stays at a few ms whatever the
 data queue holds.
@@ -45,7 +45,13 @@ N = Names(f"q{os.getpid() % 10000}")
 TMP = tempfile.mkdtemp(prefix="dscpgw-liveqos-")
 PY = "/usr/bin/python3"
 RATE = 100e6
-SECONDS = 8.0  # of TCP; the rate is measured from 2 s in (past slow start) to 0.5 s before the end
+# Seconds of TCP per run; the rate is measured from 2 s in (past slow start) to 0.5 s before the end.
+# The drop run is longer: CUBIC's HyStart leaves slow start early on this path (the ACK train of
+# a 0.2 ms round trip), so the queue fills by congestion-avoidance growth, ~0.6 MB/s here: a 4 MB
+# limit was reached 6.2..6.9 s in on the development machine and not within 8 s on CI's. With
+# 2 MB (~3.3 s here) and 16 s, the growth may be five times slower; the report says when the limit
+# was first reached.
+SECONDS = {"ecn": 8.0, "drop": 16.0}
 # Classic ECN (CUBIC cuts its window by 30 % per marked round trip) keeps the link busy only if the
 # queue left after a cut outlasts the path's round trip and its stalls: min >= rate x (RTT + jitter)
 # (docs/qos.md, sizing). Here the idle round trip is ~0.25 ms, but the sender and the path are
@@ -109,7 +115,7 @@ port = "wan"
 name = "default"
 classes = ["*"]
 weight = 30
-limit = "4MB"
+limit = "2MB"
 {ecn}
 [control]
 socket = "{sock}"
@@ -139,6 +145,7 @@ def pct(xs, q):
 
 def run(mode, cc):
     """One run of the flow with probes; returns the figures."""
+    secs = SECONDS[mode]
     sock = f"{TMP}/{mode}.sock"
     cfg = os.path.join(TMP, f"{mode}.toml")
     with open(cfg, "w") as f:
@@ -160,22 +167,24 @@ def run(mode, cc):
         rx = subprocess.Popen(["ip", "netns", "exec", N.ns_cloud, PY, os.path.join(TMP, "recv.py")],
                               stdout=subprocess.PIPE, text=True)
         time.sleep(0.5)
-        tx = subprocess.Popen(["ip", "netns", "exec", N.ns_idc, PY, os.path.join(TMP, "send.py"), str(SECONDS), cc],
+        tx = subprocess.Popen(["ip", "netns", "exec", N.ns_idc, PY, os.path.join(TMP, "send.py"), str(secs), cc],
                               stdout=subprocess.PIPE, text=True)
-        depths, marks = [], {}
+        depths, marks, full = [], {}, None
         t0 = time.monotonic()
 
         def window():
             time.sleep(2.0)
             marks["b0"], marks["t0"] = rx_bytes(), time.monotonic()
-            time.sleep(SECONDS - 2.5)
+            time.sleep(secs - 2.5)
             marks["b1"], marks["t1"] = rx_bytes(), time.monotonic()
 
         w = threading.Thread(target=window)
         w.start()
-        while tx.poll() is None and time.monotonic() - t0 < SECONDS + 20:
-            if 2.0 <= time.monotonic() - t0 <= SECONDS - 0.5:
-                q = [x for x in ctl(sock, "queues", "--json")["queues"] if x["name"] == "default"][0]
+        while tx.poll() is None and time.monotonic() - t0 < secs + 20:
+            q = [x for x in ctl(sock, "queues", "--json")["queues"] if x["name"] == "default"][0]
+            if full is None and q["drop_limit"] > 0:
+                full = time.monotonic() - t0
+            if 2.0 <= time.monotonic() - t0 <= secs - 0.5:
                 depths.append(q["depth_bytes"])
             time.sleep(0.05)
         w.join()
@@ -197,7 +206,7 @@ def run(mode, cc):
         raise AssertionError(f"{mode}: gateway exit {gw.returncode}\n{text[-2500:]}")
     d = queues["default"]
     return {
-        "mode": mode, "cc": sent["cc"], "rtt": rtt, "sent": sent["sent"], "received": got["bytes"],
+        "mode": mode, "seconds": secs, "full": full, "cc": sent["cc"], "rtt": rtt, "sent": sent["sent"], "received": got["bytes"],
         "rate": (marks["b1"] - marks["b0"]) * 8 / (marks["t1"] - marks["t0"]),
         "retrans": snmp1["RetransSegs"] - snmp0["RetransSegs"],
         "delivered_ce": ext1.get("TCPDeliveredCE", 0) - ext0.get("TCPDeliveredCE", 0),
@@ -215,12 +224,13 @@ def report(r):
     dm = [1e3 * x for x in r["data"]]
     dep = r["depths"]
     print(f"   {r['mode']}: idle path through the gateway: {r['rtt']}")
-    print(f"   {r['mode']}: {r['cc']}, wire {r['rate'] / 1e6:.2f} Mbit/s (cloud veth rx, 2..{SECONDS - 0.5:.1f} s), "
+    print(f"   {r['mode']}: {r['cc']}, wire {r['rate'] / 1e6:.2f} Mbit/s (cloud veth rx, 2..{r['seconds'] - 0.5:.1f} s), "
           f"TCP {r['received'] / 1e6:.1f} MB delivered, retransmitted segments {r['retrans']}, "
           f"CE: {r['ce_marked']} marked by the queue, {r['in_ce']} seen by the receiver's IP (outer and inner), "
           f"{r['delivered_ce']} acknowledged as CE to the sender; drops {r['drops']}")
     print(f"   {r['mode']}: default queue depth over {len(dep)} samples: p10 {pct(dep, 0.1) / 1e3:.1f} kB, "
-          f"median {pct(dep, 0.5) / 1e3:.1f} kB, p90 {pct(dep, 0.9) / 1e3:.1f} kB, max {max(dep, default=0) / 1e3:.1f} kB")
+          f"median {pct(dep, 0.5) / 1e3:.1f} kB, p90 {pct(dep, 0.9) / 1e3:.1f} kB, max {max(dep, default=0) / 1e3:.1f} kB; "
+          f"first limit drop " + (f"{r['full']:.1f} s in" if r["full"] is not None else "never"))
     print(f"   {r['mode']}: one-way delay, {len(ms)} CNP probes median {pct(ms, 0.5):.2f} ms p95 {pct(ms, 0.95):.2f} ms p99 {pct(ms, 0.99):.2f} ms "
           f"max {max(ms, default=0):.2f} ms; {len(dm)} probes of the TCP queue median {pct(dm, 0.5):.2f} ms "
           f"max {max(dm, default=0):.2f} ms; "
@@ -245,7 +255,7 @@ def main():
         cc = "dctcp" if "dctcp" in avail else "cubic"
         for space in (N.ns_idc, N.ns_cloud):
             ns(space, "sysctl -qw net.ipv4.tcp_ecn=1")
-            # Windows large enough to fill the 4 MB queue of the drop run (the premise of its figures).
+            # Windows large enough to fill the 2 MB queue of the drop run (the premise of its figures).
             ns(space, "sysctl -qw net.ipv4.tcp_rmem='4096 131072 16777216'")
             ns(space, "sysctl -qw net.ipv4.tcp_wmem='4096 65536 16777216'")
         ecn = run("ecn", cc)
@@ -274,7 +284,7 @@ def main():
 
         def cnps_first():
             for r in (ecn, drop):
-                assert len(r["cnp"]) >= 0.9 * (SECONDS - 0.5) / 0.02 * 0.8, f"{r['mode']}: {len(r['cnp'])} CNP probes"
+                assert len(r["cnp"]) >= 0.9 * (r["seconds"] - 0.5) / 0.02 * 0.8, f"{r['mode']}: {len(r['cnp'])} CNP probes"
                 assert r["cnp_sent"] >= len(r["cnp"]), "the CNPs went through the strict queue"
                 # The software path alone (two af_packet hops, the kernel's VXLAN) takes ~0.4 ms;
                 # the tail is this shared machine's scheduling (stalls of tens of ms that delay both
@@ -283,7 +293,7 @@ def main():
                 assert pct(r["cnp"], 0.95) <= 0.010, f"{r['mode']}: CNP p95 {pct(r['cnp'], 0.95) * 1e3:.2f} ms"
                 assert r["q_cnp"] <= 0.5, f"{r['mode']}: CNPs {r['q_cnp']:.3f} ms in queue per the gateway"
             dmed = statistics.median(drop["data"])
-            assert dmed >= 0.1, f"the data queue's probes waited {dmed * 1e3:.0f} ms, not hundreds"
+            assert dmed >= 0.1, f"the data queue's probes waited {dmed * 1e3:.0f} ms, not over 100"
             assert pct(drop["cnp"], 0.95) * 20 <= dmed, "CNPs not ahead of the full data queue"
 
         results.check(names[0], with_ecn)
