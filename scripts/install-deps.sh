@@ -17,6 +17,8 @@ packages=(
   prometheus
   # dpdk-testpmd, the forwarding floor the throughput benchmark compares against.
   dpdk-dev
+  # Building Pktgen-DPDK for scripts/bench-pktgen.sh (from PKTGEN_SRC); script(1) gives it a terminal.
+  libnuma-dev patch bsdutils
   # Live tests and the demo: namespaces, veth, the kernel's VXLAN as a peer.
   iproute2 ethtool iputils-ping
 )

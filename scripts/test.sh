@@ -4,7 +4,8 @@
 # replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
 # kernel's VXLAN as the gateway's peer; Linux TCP with and without ECN through the shaper;
 # dscpgw-hostmark's BPF classifier on a veth), the control plane (control socket, Prometheus,
-# telemetry, reloads under load), the concurrent tests again with a ThreadSanitizer build of the
+# telemetry, reloads under load), Pktgen-DPDK over memif (when PKTGEN_SRC names its source), the
+# concurrent tests again with a ThreadSanitizer build of the
 # gateway (workers and the control thread on pcap and memif vdevs, reloads under RCU, reloads under
 # load), and bounded libFuzzer runs.
 # Ends with "N passed, N failed[, N skipped]"; exits non-zero if anything failed.
@@ -62,10 +63,10 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/ts
   gtest unit-tsan ./build-tsan/tests/unit_tests
 
 # The Python suites print PASS/FAIL/SKIP lines and end with "<name>: N passed, N failed, N skipped".
-pysuite() {
+suite() {
   local name=$1 title=$2; shift 2
   echo "== $name ($title)"
-  /usr/bin/python3 "$@" >"$log/$name.log" 2>&1
+  "$@" >"$log/$name.log" 2>&1
   grep -E '^(PASS|FAIL|SKIP)' "$log/$name.log" | sed 's/^/   /'
   local summary p f s
   summary=$(grep -E "^[a-z_-]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$" "$log/$name.log" | tail -1)
@@ -79,6 +80,8 @@ pysuite() {
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
 
+pysuite() { local name=$1 title=$2; shift 2; suite "$name" "$title" /usr/bin/python3 "$@"; }
+
 pysuite golden "dscpgw replay/run + scapy/tshark" tests/golden/test_replay.py "$PWD/build/dscpgw"
 pysuite interop "dscpgw run between network namespaces, Linux kernel VXLAN as the peer" \
   tests/interop/test_kernel_vxlan.py "$PWD/build/dscpgw"
@@ -88,6 +91,10 @@ pysuite hostmark "dscpgw-hostmark's eBPF classifier on a veth between namespaces
   tests/hostmark/test_hostmark.py "$PWD/build/hostmark/dscpgw-hostmark"
 pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, reloads under load" \
   tests/control/test_control.py "$PWD/build/dscpgw"
+# Pktgen-DPDK (built from PKTGEN_SRC; SKIP with the reason without it) against `dscpgw run` over
+# two memif pairs: the CNP mix, IPv6 and Geneve decap at 1 % of the link, loss and DSCP/ECN checked.
+suite pktgen "Pktgen-DPDK over memif, short form of scripts/bench-pktgen.sh" \
+  bash scripts/bench-pktgen.sh --quick --dscpgw "$PWD/build/dscpgw"
 
 # The concurrent tests again, with the ThreadSanitizer build: `dscpgw run` with workers and the
 # control thread (two workers on one CPU with reloads under RCU; pcap and memif vdevs),
