@@ -234,7 +234,10 @@ def run_profile(a, name, tmp, pcaps):
             rate = f"set 0 size {size + (70 if v6 else 50) - 4}\n" + rate
         # The links first: Pktgen paces by the link speed it sees when `set P rate` runs (no link,
         # no pacing).
-        pkt = (f"sleep 2\n{pkt}{rate}clr\nenable {rx} capture\nstart {tx}\nsleep {a.seconds}\nstop {tx}\n"
+        # `disable clock_gettime` (Pktgen's default clock) restarts its TX schedule from now: its
+        # TX lcore may have computed the first burst time from a zero link speed (read while the
+        # display zeroes the link record), which schedules it ~64 s out and sent nothing in the run.
+        pkt = (f"sleep 2\n{pkt}{rate}disable clock_gettime\nclr\nenable {rx} capture\nstart {tx}\nsleep {a.seconds}\nstop {tx}\n"
                f"sleep 1\ndisable {rx} capture\nquit\n")
         with open(os.path.join(work, "run.pkt"), "w") as f:
             f.write(pkt)
@@ -308,6 +311,10 @@ def pktgen_tail(work):
         return "(no Pktgen log)"
 
 
+def indent(text):
+    return "\n".join("      " + ln for ln in text.splitlines()[-12:])
+
+
 def report(r):
     wire = r["size"] + 24  # FCS, preamble and gap: what a NIC's line rate counts
     enc = r["gw_tunnel"]["encap_packets" if r["name"].startswith("roce") else "decap_packets"]
@@ -331,6 +338,11 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory (configs, logs, captures)")
     ap.add_argument("--check", action="store_true", help="judge each profile: no loss, no drops, DSCP/ECN as expected")
     a = ap.parse_args()
+    # Pktgen runs in the profile's work directory (where it writes its capture).
+    a.pktgen, a.dscpgw = os.path.abspath(a.pktgen), os.path.abspath(a.dscpgw)
+    for binary in (a.pktgen, a.dscpgw):
+        if not os.access(binary, os.X_OK):
+            sys.exit(f"bench-pktgen: {binary} is not an executable")
     names = [x for x in a.profiles.split(",") if x]
     for n in names:
         if n not in PROFILE_NAMES:
@@ -351,6 +363,14 @@ def main():
         for n in names:
             try:
                 r = run_profile(a, n, tmp, pcaps)
+                if r["sent"] == 0:
+                    # Seen once in ~20 runs: Pktgen up, links up, nothing sent. Once more, and
+                    # said so; twice is a failure.
+                    print(f"   {n}: Pktgen sent nothing; once more:\n{indent(pktgen_tail(os.path.join(tmp, n)))}")
+                    shutil.rmtree(os.path.join(tmp, n))
+                    r = run_profile(a, n, tmp, pcaps)
+                    if r["sent"] == 0:
+                        raise RuntimeError(f"Pktgen sent nothing, twice:\n{pktgen_tail(os.path.join(tmp, n))}")
             except Skip as e:
                 print(f"SKIP {n}: {e}")
                 skipped += 1
