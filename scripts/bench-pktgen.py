@@ -291,6 +291,8 @@ def run_profile(a, name, tmp, pcaps):
         # Drops by reason, and frames the TX queue refused (a peer that does not keep up).
         "gw_drops": {k: v for k, v in list(stats["drops"].items()) + [("tx_failed", stats.get("tx_failed", 0))] if v},
         "gw_tunnel": next(t for t in stats["tunnels"] if t["name"] == "t"),
+        # Busy TSC cycles per received packet of the gateway's worker (polls that received).
+        "gw_cycles": sum(w["busy_cycles"] for w in stats["workers"]) / max(1, sum(w["rx_packets"] for w in stats["workers"])),
         "clean_exit": gw.returncode == 0 and "mbufs in use after shutdown: 0" in gwlog,
         "gwlog": gwlog,
     }
@@ -323,7 +325,7 @@ def report(r):
           f"{r['sent']} sent, {r['received']} received, loss {r['loss']} "
           f"({100 * r['loss'] / max(1, r['sent']):.3f} %), Pktgen rx missed {r['pg_missed']}, tx errors {r['pg_oerrors']}")
     print(f"   {'':<18} gateway: rx {r['gw_rx']} tx {r['gw_tx']} {'encap' if r['name'].startswith('roce') else 'decap'} "
-          f"{enc}, drops {r['gw_drops'] or 0}; capture {r['captured']} frames: {r['decoded']}"
+          f"{enc}, drops {r['gw_drops'] or 0}, worker {r['gw_cycles']:.0f} busy cycles/pkt; capture {r['captured']} frames: {r['decoded']}"
           + (f"; PROBLEMS: {'; '.join(r['problems'])}" if r["problems"] else ""))
 
 
