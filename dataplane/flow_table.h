@@ -230,6 +230,8 @@ class FlowTable {
     }
 
     uint64_t evictions() const { return evictions_->get(); }
+    // The slots, for tests of their layout (tests/unit/test_layout.cpp).
+    const FlowSlot* slot_array() const { return slots_.get(); }
 
   private:
     static void bump(FlowSlot& s, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,

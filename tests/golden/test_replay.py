@@ -1420,9 +1420,11 @@ def run_two_workers_share_nothing():
     import time
     files = {k: os.path.join(TMP, f"w2-{k}.pcap") for k in ("lan-in0", "lan-in1", "lan-out0", "lan-out1",
                                                              "wan-in0", "wan-in1", "wan-out0", "wan-out1")}
-    for q in (0, 1):
-        wrpcap(files[f"lan-in{q}"], [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i, sport=49152 + q) for i in range(100)])
-        wrpcap(files[f"wan-in{q}"], [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2, psn=i)) for i in range(60)])
+    # Unequal queues (100 + 60 frames for worker 0, 70 + 40 for worker 1): each worker's own
+    # counter block must hold exactly what its queues carried (shared or mixed counters would not).
+    for q, (n_lan, n_wan) in enumerate(((100, 60), (70, 40))):
+        wrpcap(files[f"lan-in{q}"], [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i, sport=49152 + q) for i in range(n_lan)])
+        wrpcap(files[f"wan-in{q}"], [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2, psn=i)) for i in range(n_wan)])
     def dev(n, side):
         return (f"net_pcap{n},rx_pcap={files[side + '-in0']},rx_pcap={files[side + '-in1']},"
                 f"tx_pcap={files[side + '-out0']},tx_pcap={files[side + '-out1']}")
@@ -1458,12 +1460,12 @@ def run_two_workers_share_nothing():
     assert "2 worker(s) on lcore(s) 1 2" in out, out
     assert "2 RX / 2 TX queues" in out, out
     c = parse_counters(out)
-    eq(c.get("tunnel.geneve4.encap"), 200, "encapsulated by both workers")
-    eq(c.get("tunnel.geneve4.decap"), 120, "decapsulated by both workers")
-    eq((c.get("policer.shared.green"), c.get("policer.shared.red")), (200, 0),
+    eq(c.get("tunnel.geneve4.encap"), 170, "encapsulated by both workers")
+    eq(c.get("tunnel.geneve4.decap"), 100, "decapsulated by both workers")
+    eq((c.get("policer.shared.green"), c.get("policer.shared.red")), (170, 0),
        "one meter for both workers' RoCE data, kept across the reloads")
     per_worker = [int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)]
-    eq(per_worker, [160, 160], "each worker polled its own queue on both ports")
+    eq(per_worker, [160, 110], "each worker polled its own queue on both ports, counted in its own block")
     assert "mbufs in use after shutdown: 0" in out, out
     # net_null2 (wan2) has queues to spare; a pcap port with one TX queue cannot serve two workers.
     with open(cfg, "w") as f:
