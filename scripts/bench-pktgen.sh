@@ -14,7 +14,8 @@
 #   PKTGEN_BUILD    where Pktgen is built and kept between runs (default: build-pktgen/)
 #   PKTGEN          a Pktgen binary to use instead of building one
 #   --quick         the short form scripts/test.sh runs: the CNP mix, IPv6 and Geneve decap, 3 s
-#                   each at 1 % of the link, judged (--check): no loss, no drops, DSCP/ECN right.
+#                   each at 1 % of the link, judged (--check): every packet accounted for, no
+#                   drops but a full TX ring's (<= 0.1 %), DSCP/ECN right.
 #                   Prints SKIP lines with the reason when Pktgen cannot be had.
 # Without --quick, every profile for 5 s at the profile's rate (100 %), figures printed.
 set -euo pipefail
