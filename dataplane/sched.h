@@ -192,10 +192,10 @@ class PortSched {
     uint32_t ready_head_ = 0, ready_tail_ = 0;
     uint64_t queued_ = 0;          // Packets in the queues' FIFOs.
     uint64_t pending_shaped_ = 0;  // Bytes the fast path sent, for the port's shaper_bytes.
-    // A departure at `t` from queue `qi`'s node `k` (enqueued at `t_enq`): the buckets charged,
-    // the queue's counters and the tunnel's.
     // When the head of queue `q`'s node `k`, `len` bytes, may leave by the buckets it needs.
     uint64_t head_ready(const Queue& q, size_t k, uint32_t len, uint64_t port_ready) const;
+    // A departure at `t` from queue `qi`'s node `k` (enqueued at `t_enq`): the buckets charged,
+    // the queue's counters and the tunnel's.
     void depart(const SchedPlan& plan, size_t qi, size_t k, uint32_t len, uint64_t t,
                 uint64_t t_enq, ConfigCounters& cc);
 };

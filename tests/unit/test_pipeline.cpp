@@ -1022,14 +1022,15 @@ TEST(Neighbors, ProbesAreWellFormed) {
 
 // With UDP checksum offload on the outer port, the IPv6 outer UDP checksum field holds the
 // pseudo-header sum for the device to complete, and the verdict says so.
-// A frame for the IPv6 tunnel "v6" through config `text`, the wan port offering UDP checksum
-// offload or not; the verdict, and the frame in `out`.
-Outcome encap_over_v6(const std::string& text, bool offload, Bytes& out) {
+// A frame to `dst` (10.30.0.0/16: the IPv6 tunnel "v6"; 10.20.0.0/16: an IPv4 one) through config
+// `text`, the wan port offering UDP checksum offload or not; the verdict, and the frame in `out`.
+Outcome encap_via(const std::string& text, bool offload, Bytes& out,
+                  const char* dst = "10.30.0.9") {
     Config cfg = parse_config(text, "unit.toml");
     cfg.ports[kWan].tx_udp_cksum_offload = offload;
     NeighborTable table;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
-    test::TestFrame t(roce4("10.10.0.5", "10.30.0.9", 0x02));
+    test::TestFrame t(roce4("10.10.0.5", dst, 0x02));
     const Outcome v = process_packet(*snap, kLan, t.frame);
     out = t.bytes();
     return v;
@@ -1037,7 +1038,7 @@ Outcome encap_over_v6(const std::string& text, bool offload, Bytes& out) {
 
 TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
     Bytes out;
-    const Outcome v = encap_over_v6(kConfig, true, out);
+    const Outcome v = encap_via(kConfig, true, out);
     ASSERT_EQ(v.drop, DropReason::none);
     EXPECT_TRUE(v.tx_udp6_cksum);
     const uint32_t udp_len = static_cast<uint32_t>(out.size() - 14 - 40);
@@ -1046,12 +1047,8 @@ TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
     EXPECT_EQ(out[14 + 40 + 6] << 8 | out[14 + 40 + 7], static_cast<int>(sum))
         << "pseudo-header sum, not complemented";
     // IPv4 outer tunnels never ask for it.
-    Config cfg = parse_config(kConfig, "unit.toml");
-    cfg.ports[kWan].tx_udp_cksum_offload = true;
-    NeighborTable table;
-    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
-    test::TestFrame t4(roce4("10.10.0.5", "10.20.0.9", 0x02));
-    EXPECT_FALSE(process_packet(*snap, kLan, t4.frame).tx_udp6_cksum);
+    Bytes out4;
+    EXPECT_FALSE(encap_via(kConfig, true, out4, "10.20.0.9").tx_udp6_cksum);
 }
 
 // `udp6_zero_checksum_tx`: the IPv6 outer UDP checksum is zero (RFC 6935/6936), whether or not
@@ -1063,7 +1060,7 @@ TEST(Offload, ZeroOuterIpv6UdpChecksumWhenTheTunnelSaysSo) {
     text.replace(text.find(key), key.size(), key + "udp6_zero_checksum_tx = true\n");
     for (const bool offload : {false, true}) {
         Bytes out;
-        const Outcome v = encap_over_v6(text, offload, out);
+        const Outcome v = encap_via(text, offload, out);
         ASSERT_EQ(v.drop, DropReason::none);
         EXPECT_FALSE(v.tx_udp6_cksum) << "offload " << offload;
         EXPECT_EQ(out[14 + 6], 17) << "UDP over IPv6";
