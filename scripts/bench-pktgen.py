@@ -202,7 +202,7 @@ def judge_capture(pcap, encap, v6):
 def run_profile(a, name, tmp, pcaps):
     tx, rx, kind, v6, size = profile_of(name)
     kind = kind or a.type
-    overhead = (70 if v6 else 50) if kind == "vxlan" else (70 if v6 else 50)
+    overhead = 70 if v6 else 50  # outer Ethernet, IP, UDP and the VXLAN or option-less Geneve header
     if size + overhead > MEMIF_MTU + 14:
         raise Skip(f"{size}-byte frames: DPDK 22.11's net_memif carries at most {MEMIF_MTU}-byte MTUs "
                    f"(run this profile on NICs or vdevs that carry jumbo frames)")
@@ -233,7 +233,7 @@ def run_profile(a, name, tmp, pcaps):
         # from its own rate (Pktgen's wire size is port 0's single-packet size: 64 B by default).
         rate = f"set 0-1 rate {a.rate}\n" if a.rate is not None else ""
         if tx == 1:
-            rate = f"set 0 size {size + (70 if v6 else 50) - 4}\n" + rate
+            rate = f"set 0 size {size + overhead + 4}\n" + rate  # Pktgen's sizes count the FCS
         # The links first: Pktgen paces by the link speed it sees when `set P rate` runs (no link,
         # no pacing).
         # `disable clock_gettime` (Pktgen's default clock) restarts its TX schedule from now: its
