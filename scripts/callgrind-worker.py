@@ -6,7 +6,12 @@ bench-forward.py's config: net_pcap `infinite_rx` replaying one RoCE frame into 
 worker. Instructions are counted only inside the worker loop (PMD RX/TX included), divided by the
 packets the worker received. Prints one line per case.
 
+With --frames multi it replays bench-forward.py's 128-frame, 16-queue-pair capture instead of one
+frame. With --keep DIR the callgrind files stay in DIR (`callgrind_annotate DIR/encap.callgrind`
+breaks the figure down by function).
+
 Usage: callgrind-worker.py [--dscpgw build/dscpgw] [--seconds N] [--size 74] [--flows N]
+                           [--frames single|multi] [--keep DIR]
 """
 import argparse
 import glob
@@ -56,24 +61,29 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--size", type=int, default=74)
     ap.add_argument("--flows", type=int, default=None, help="[metrics] flows (default: the gateway's)")
+    ap.add_argument("--frames", choices=["single", "multi"], default="single")
+    ap.add_argument("--keep", default=None, help="a directory for the callgrind files")
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="dscpgw-callgrind-")
+    tmp = a.keep or tempfile.mkdtemp(prefix="dscpgw-callgrind-")
+    os.makedirs(tmp, exist_ok=True)
     extra = f"\n[metrics]\nflows = {a.flows}\n" if a.flows is not None else ""
-    inner = bench.roce_frame(a.size)
+    inners = bench.frames(a.size, a.frames)
     eal = ["--no-huge"] + bench.EAL
     inner_pcap = os.path.join(tmp, "inner.pcap")
-    wrpcap(inner_pcap, [inner])
+    wrpcap(inner_pcap, inners)
     cfg = bench.gw_config(eal, f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1", "net_null0,no-rx=1",
                           "geneve", bench.REMOTE[4]) + extra
     ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "encap")
-    print(f"mark+encap geneve/IPv4 {a.size} B: {ipp:.1f} instructions/pkt ({n} pkts)")
-    outer = bench.pktlib.encap(inner, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2)
+    print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}: {ipp:.1f} instructions/pkt ({n} pkts)")
+    outers = [bench.pktlib.encap(x, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2,
+                                 sport=49152 + 53 * (i % 16))
+              for i, x in enumerate(inners)]
     outer_pcap = os.path.join(tmp, "outer.pcap")
-    wrpcap(outer_pcap, [outer])
+    wrpcap(outer_pcap, outers)
     cfg = bench.gw_config(eal, "net_null0,no-rx=1", f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
                           "geneve", bench.REMOTE[4]) + extra
     ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "decap")
-    print(f"decap geneve/IPv4 {len(outer)} B: {ipp:.1f} instructions/pkt ({n} pkts)")
+    print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}: {ipp:.1f} instructions/pkt ({n} pkts)")
     sys.stdout.flush()
 
 
