@@ -7,8 +7,6 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
-#include <algorithm>
-
 #include "dataplane/decap.h"
 #include "dataplane/encap.h"
 #include "dataplane/flow_table.h"
@@ -45,21 +43,13 @@ struct TokenBucket {
     }
 };
 
-// The shortcut's state between its stages, per packet of a burst (per worker, so that a burst
-// does not construct it afresh).
-struct StagedBurst {
-    EncapPre encap[kBurst];
-    DecapPre decap[kBurst];
-};
-
 // Per-worker mutable state of the burst function: the ICMP token buckets ([gateway] icmp_rate
 // each: RFC 1812 4.3.2.8 and RFC 4443 2.4(f) rate-limit errors; echo replies are limited alike,
 // separately, so that pings cannot use up the errors path MTU discovery needs).
 struct BurstState {
     TokenBucket icmp_errors, echo_replies;
     FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
-    FlowBatch flow_batch;        // This burst's conversations, not yet in `flows`.
-    StagedBurst staged;
+    FlowRun flow_run;            // This burst's current conversation, not yet in `flows`.
     uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
     FlowRates* rates = nullptr;  // The worker's `adaptive` flow rates (policers run on now_tsc).
 };
@@ -181,7 +171,7 @@ class BurstCounters {
         const bool cnp = n.roce_bth[0] == kBthOpcodeCnp;
         if (cnp) cc_.tunnel[kOuter ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].inc();
         if (bs.flows != nullptr)
-            bs.flows->add(bs.flow_batch, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp, bs.now_tsc);
+            bs.flows->add(bs.flow_run, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp, bs.now_tsc);
     }
     void local(LocalReply r) { st_.local[static_cast<size_t>(r)].inc(); }
     void path_mtu_lowered(size_t tunnel) {
@@ -225,45 +215,18 @@ inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint1
     return true;
 }
 
-inline Frame mbuf_frame(rte_mbuf* m, bool outer) {
-    return Frame{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
-                 outer ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
-}
-
-// Up to kBurst packets of one direction (kOuter: from an outer port), in three stages: the
-// shortcut's parse of every packet (headers prefetched ahead, nothing written), the route or
-// tunnel lookups of the whole burst at once, then, packet by packet in arrival order, the rewrite
-// or the general path, the counters and the sink. Only stage 3 changes state (neighbours, path
-// MTUs, policers, the frames), so the earlier stages' reads see what a packet-by-packet loop
-// would. Sink: void operator()(uint16_t out_port, rte_mbuf* m). Observer: void operator()(const
-// rte_mbuf*, const Verdict&, const PacketNotes&), called for every packet after processing (a
-// no-op in workers).
+// The burst loop for one direction (kOuter: from an outer port). Sink: void operator()(uint16_t
+// out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*, const Verdict&, const
+// PacketNotes&), called for every packet after processing (a no-op in workers).
 template <bool kOuter, typename Sink, typename Observer>
-inline void process_burst_staged(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
-                                 BurstState& bs, StagedBurst& sb,
-                                 DecapCache& decap_cache, BurstCounters& count, uint64_t& rx_bytes,
-                                 Sink&& sink, Observer&& observe) {
-    // Stage 1: parse.
+inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
+                              WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
+    uint64_t rx_bytes = 0;
+    BurstCounters count(st, s.bank);
+    DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], kOuter);
-        rte_mbuf* m = pkts[i];
-        const bool one_seg = likely(m->nb_segs == 1);
-        if constexpr (kOuter) {
-            if (!one_seg || !decap_parse(s, rx_port, mbuf_frame(m, true), sb.decap[i]))
-                sb.decap[i].ok = false;
-        } else {
-            if (!one_seg || !encap_parse(s, rx_port, mbuf_frame(m, false), sb.encap[i]))
-                sb.encap[i].family = 0;
-        }
-    }
-    // Stage 2: the lookups, all at once.
-    if constexpr (kOuter)
-        decap_lookup(s, sb.decap, n, &decap_cache);
-    else
-        encap_route(s, sb.encap, n);
-    // Stage 3: rewrite, in order.
-    for (uint16_t i = 0; i < n; ++i) {
         rte_mbuf* m = pkts[i];
         const uint32_t in_len = m->pkt_len;
         rx_bytes += in_len;
@@ -274,12 +237,13 @@ inline void process_burst_staged(const Snapshot& s, uint16_t rx_port, rte_mbuf**
         if (unlikely(m->nb_segs != 1)) {
             v.drop = DropReason::multi_segment;
         } else {
-            Frame f = mbuf_frame(m, kOuter);
+            Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
+                    kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
             // The common case in few steps (the shortcut takes it or leaves it untouched).
             if constexpr (kOuter)
-                plain = decap_finish(s, f, sb.decap[i], o);
+                plain = decap_plain(s, rx_port, f, o, &decap_cache);
             else
-                plain = encap_finish(s, rx_port, f, sb.encap[i], o);
+                plain = encap_plain(s, rx_port, f, o);
             if (unlikely(!plain)) {
                 if constexpr (kOuter)
                     v = process_outer_general(s, rx_port, f, notes, &decap_cache);
@@ -331,22 +295,8 @@ inline void process_burst_staged(const Snapshot& s, uint16_t rx_port, rte_mbuf**
             sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
         sink(v.out_port, m);
     }
-}
-
-// The burst loop for one direction: kBurst packets at a time through the stages, counted.
-template <bool kOuter, typename Sink, typename Observer>
-inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
-                              WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
-    uint64_t rx_bytes = 0;
-    BurstCounters count(st, s.bank);
-    DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
-    for (uint16_t done = 0; done < n; done = static_cast<uint16_t>(done + kBurst)) {
-        const auto k = static_cast<uint16_t>(std::min<unsigned>(n - done, kBurst));
-        process_burst_staged<kOuter>(s, rx_port, pkts + done, k, bs, bs.staged, decap_cache,
-                                     count, rx_bytes, sink, observe);
-    }
     count.flush(rx_port, n, rx_bytes);
-    if (bs.flows != nullptr) bs.flows->flush(bs.flow_batch, bs.now_tsc);
+    if (bs.flows != nullptr) bs.flows->flush(bs.flow_run, bs.now_tsc);
 }
 
 // One burst from `rx_port`, each packet through the per-packet path, counted, and what survives

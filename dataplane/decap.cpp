@@ -313,9 +313,10 @@ Verdict outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes
 
 }  // namespace
 
-bool decap_parse(const Snapshot& s, uint16_t rx_port, const Frame& f, DecapPre& pre) {
-    pre.ok = false;
-    ParsedPacket& outer = pre.outer;
+bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache) {
+    Verdict& v = o;
+    PacketNotes& n = o;
+    ParsedPacket outer;
     if (!parse_plain_udp(f.data, f.len, outer)) return false;
     const PortConf& port = s.ports[rx_port];
     if (!addressed_to(port, outer) || outer.ip_len > port.mtu) return false;
@@ -329,72 +330,16 @@ bool decap_parse(const Snapshot& s, uint16_t rx_port, const Frame& f, DecapPre& 
     if (parse_tunnel_header(tp->type, udp + kUdpLen, udp_len - static_cast<uint32_t>(kUdpLen),
                             th_len, vni) != DropReason::none)
         return false;
-    pre.key =
-        make_decap_key(outer.ip_ver, outer.src, vni, outer.dport, static_cast<uint8_t>(rx_port));
-    pre.udp_len = static_cast<uint16_t>(udp_len);
-    pre.th_len = static_cast<uint16_t>(th_len);
-    pre.ok = true;
-    return true;
-}
-
-void decap_lookup(const Snapshot& s, DecapPre* pre, uint16_t n, DecapCache* cache) {
-    // A burst mostly comes from one tunnel: a key equal to the cache's (the last key found) or to
-    // the last one queued takes its tunnel; the other keys go to the table in one
-    // rte_hash_lookup_bulk_data(), whose bucket loads overlap.
-    const void* keys[kDecapBulkMax];
-    void* data[kDecapBulkMax];
-    uint8_t queued[kDecapBulkMax];  // Per packet: its key's place in `keys`.
-    uint32_t misses = 0;
-    DecapCache local;
-    DecapCache& c = cache != nullptr ? *cache : local;
-    const DecapKey* last = nullptr;
-    for (uint16_t i = 0; i < n && i < kDecapBulkMax; ++i) {
-        DecapPre& p = pre[i];
-        if (!p.ok) continue;
-        if (c.tunnel_id >= 0 && c.key == p.key) {
-            p.tid = static_cast<uint16_t>(c.tunnel_id);
-            continue;
-        }
-        p.tid = kNoTunnel;  // Resolved below.
-        if (last == nullptr || !(*last == p.key)) {
-            last = &p.key;
-            keys[misses++] = last;
-        }
-        queued[i] = static_cast<uint8_t>(misses - 1);
-    }
-    if (misses == 0) return;
-    uint64_t hits = 0;
-    if (rte_hash_lookup_bulk_data(s.decap, keys, misses, &hits, data) <= 0) hits = 0;
-    for (uint16_t i = 0; i < n && i < kDecapBulkMax; ++i) {
-        DecapPre& p = pre[i];
-        if (!p.ok || p.tid != kNoTunnel) continue;
-        const unsigned k = queued[i];
-        if ((hits >> k & 1) == 0) {
-            p.ok = false;
-            continue;
-        }
-        p.tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data[k]));
-    }
-    for (uint32_t k = misses; k-- > 0;) {
-        if ((hits >> k & 1) != 0) {
-            c = DecapCache{*static_cast<const DecapKey*>(keys[k]),
-                           static_cast<int16_t>(reinterpret_cast<uintptr_t>(data[k]))};
-            break;
-        }
-    }
-}
-
-bool decap_finish(const Snapshot& s, Frame& f, const DecapPre& pre, Outcome& o) {
-    if (!pre.ok) return false;
-    Verdict& v = o;
-    PacketNotes& n = o;
-    const ParsedPacket& outer = pre.outer;
-    const uint16_t tid = pre.tid;
-    const uint8_t* udp = f.data + outer.l4_off;
+    uint16_t tid;
+    if (!lookup_tunnel(s,
+                       make_decap_key(outer.ip_ver, outer.src, vni, outer.dport,
+                                      static_cast<uint8_t>(rx_port)),
+                       cache, tid))
+        return false;
     if (outer.ip_ver == 6 && load16(udp + 6) == 0 && !s.tunnels[tid].udp6_zero_csum_rx)
         return false;
-    const uint32_t inner_off = outer.l4_off + static_cast<uint32_t>(kUdpLen) + pre.th_len;
-    const uint32_t inner_len = outer.l4_off + pre.udp_len - inner_off;
+    const uint32_t inner_off = outer.l4_off + static_cast<uint32_t>(kUdpLen) + th_len;
+    const uint32_t inner_len = outer.l4_off + udp_len - inner_off;
     ParsedPacket in;
     if (!parse_plain_udp(f.data + inner_off, inner_len, in)) return false;
     if (decap_tail(s, tid, outer, in, f, inner_off, inner_len, false, v, n) != DropReason::none)
@@ -403,13 +348,6 @@ bool decap_finish(const Snapshot& s, Frame& f, const DecapPre& pre, Outcome& o) 
     n.dscp_in = outer.dscp();
     n.tunnel_id = static_cast<int16_t>(tid);
     return true;
-}
-
-bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache) {
-    DecapPre pre;
-    if (!decap_parse(s, rx_port, f, pre)) return false;
-    decap_lookup(s, &pre, 1, cache);
-    return decap_finish(s, f, pre, o);
 }
 
 Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,

@@ -103,20 +103,14 @@ constexpr uint32_t outer_hdr_len() {
     return static_cast<uint32_t>(kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8);
 }
 
-// The TOS class `cls` (-1: none) gives a packet received with `tos`: the class's DSCP if it sets
-// one, the ECN bits kept.
-inline uint8_t class_tos(const Snapshot& s, int cls, uint8_t tos) {
-    const int8_t set = cls >= 0 ? s.class_match[static_cast<size_t>(cls)].set_dscp : -1;
-    return set >= 0 ? static_cast<uint8_t>(set << 2 | (tos & 3)) : tos;
-}
-
 // Marks the inner packet for class `cls` (-1: none): the class's DSCP if it sets one, the ECN bits
 // untouched. Returns the TOS the packet leaves with. kPlainFamily: 4 or 6 when the caller knows the
 // frame is untagged of that family (the IP header at byte 14), else 0.
 template <int kPlainFamily = 0>
 [[gnu::always_inline]] inline uint8_t mark_inner(const Snapshot& s, const ParsedPacket& pp, int cls,
                                                  uint8_t* frame, PacketNotes& n) {
-    const uint8_t tos = class_tos(s, cls, pp.tos);
+    const int8_t set = cls >= 0 ? s.class_match[static_cast<size_t>(cls)].set_dscp : -1;
+    const uint8_t tos = set >= 0 ? static_cast<uint8_t>(set << 2 | (pp.tos & 3)) : pp.tos;
     if (tos != pp.tos) {
         if constexpr (kPlainFamily == 4)
             set_ipv4_tos(frame + kEthLen, tos);
@@ -318,41 +312,29 @@ template <bool kV6>
 // The tail of both paths, once tunnel `tunnel_idx` has taken the packet (check_tunnel() passed):
 // the notes, then the outer headers. `tags`: VLAN tag bytes to remove (RFC 7348 section 6.1: the
 // inner tag is local to the LAN); `tos`: the inner TOS after marking.
-[[gnu::always_inline]] inline void encap_tail_hashed(const TunnelConf& t, uint32_t tunnel_idx,
-                                                     const uint8_t* roce_l3, uint32_t l3_len,
-                                                     Frame& f, uint32_t tags, uint32_t inner_len,
-                                                     uint8_t tos, uint8_t dscp, uint32_t hash,
-                                                     uint64_t nh_mac, Verdict& v, PacketNotes& n) {
+[[gnu::always_inline]] inline void encap_tail(const TunnelConf& t, uint32_t tunnel_idx,
+                                              const ParsedPacket& pp, Frame& f, uint32_t tags,
+                                              uint32_t inner_len, uint8_t tos, uint8_t dscp,
+                                              uint64_t nh_mac, Verdict& v, PacketNotes& n) {
     n.tunnel_id = static_cast<int16_t>(tunnel_idx);
     n.outer_mapped = (t.outer_map_keys >> (dscp & 63u) & 1) != 0;
     v.out_port = t.outer_port;
-    if (roce_l3 != nullptr) {
-        n.roce_l3 = roce_l3;
-        n.roce_bth = roce_l3 + l3_len + kUdpLen;
-    }
+    note_roce(n, pp, f.data);
+    const uint32_t hash = flow_hash_inline(pp);
     if (t.outer_v6)
         encap_write<true>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
     else
         encap_write<false>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
 }
 
-// The same from the parsed packet: where its BTH is, and its flow hash.
-[[gnu::always_inline]] inline void encap_tail(const TunnelConf& t, uint32_t tunnel_idx,
-                                              const ParsedPacket& pp, Frame& f, uint32_t tags,
-                                              uint32_t inner_len, uint8_t tos, uint8_t dscp,
-                                              uint64_t nh_mac, Verdict& v, PacketNotes& n) {
-    encap_tail_hashed(t, tunnel_idx, pp.has_bth ? f.data + pp.l3_off : nullptr,
-                      static_cast<uint32_t>(pp.l4_off - pp.l3_off), f, tags, inner_len, tos, dscp,
-                      flow_hash_inline(pp), nh_mac, v, n);
-}
-
-// Stage 1 of the shortcut for one inner family: parse, the port's checks, classify and the flow
-// hash, the packet kept in registers and what the later stages need stored compactly. A separate
-// instance each, so that the IPv4 one carries nothing of IPv6's longer addresses. Reads the frame,
-// writes nothing to it.
+// encap_plain() for one inner family: a separate instance each, so that the IPv4 one carries
+// nothing of IPv6's (its longer addresses and the out-of-line rte_lpm6_lookup() cost the IPv4
+// path registers, spills and a failed store-to-load forwarding when they shared a body).
 template <bool kV6>
-[[gnu::always_inline]] inline bool encap_parse_family(const Snapshot& s, uint16_t rx_port,
-                                                      const Frame& f, EncapPre& pre) {
+__attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx_port, Frame& f,
+                                                  Outcome& o) {
+    Verdict& v = o;
+    PacketNotes& n = o;
     ParsedPacket pp;
     if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
     const PortConf& port = s.ports[rx_port];
@@ -365,103 +347,27 @@ template <bool kV6>
     const int cls = classify_inline(s, pp);
     // A class with a policer or adaptive rules takes the general path's QoS stage.
     if (cls >= 0 && s.class_match[static_cast<size_t>(cls)].qos != 0) return false;
-    pre.l3 = f.data + kEthLen;
-    pre.hash = flow_hash_inline(pp);
-    pre.ip_len = pp.ip_len;
-    pre.cls = static_cast<int16_t>(cls);
-    pre.tos = pp.tos;
-    pre.bth = pp.has_bth;
-    pre.family = kV6 ? 6 : 4;
-    return true;
-}
-
-// Stage 3 for one family, once the route is known: the tunnel's checks, then the writes.
-template <bool kV6>
-__attribute__((noinline)) bool encap_finish_family(const Snapshot& s, uint16_t rx_port, Frame& f,
-                                                   const EncapPre& pre, Outcome& o) {
-    const TunnelConf& t = s.tunnels[pre.tunnel];
-    const uint32_t inner_len = kEthLen + pre.ip_len;
+    uint32_t tunnel_idx = 0;
+    if ((kV6 ? rte_lpm6_lookup(s.lpm6, pp.dst, &tunnel_idx)
+             : rte_lpm_lookup(s.lpm4, load32(pp.dst), &tunnel_idx)) != 0)
+        return false;
+    const TunnelConf& t = s.tunnels[tunnel_idx];
+    const uint32_t inner_len = kEthLen + pp.ip_len;
     uint64_t nh_mac = 0;
     if (check_tunnel(t, *s.neighbors, f.headroom, inner_len, nh_mac) != DropReason::none)
         return false;
-    const int cls = pre.cls;
-    const uint8_t tos = class_tos(s, cls, pre.tos);
-    if (tos != pre.tos) {
-        if constexpr (kV6)
-            set_ipv6_tclass(f.data + kEthLen, tos);
-        else
-            set_ipv4_tos(f.data + kEthLen, tos);
-        o.dscp_rewritten = true;
-    }
-    o.class_id = static_cast<int16_t>(cls);
-    o.dscp_in = static_cast<int16_t>(pre.tos >> 2);
-    o.dscp_out = static_cast<int16_t>(tos >> 2);
-    constexpr uint32_t l3_len = kV6 ? kIpv6Len : kIpv4Len;
-    encap_tail_hashed(t, pre.tunnel, pre.bth ? f.data + kEthLen : nullptr, l3_len, f, 0,
-                      inner_len, tos, inherited_dscp(s.ports[rx_port], cls, tos), pre.hash,
-                      nh_mac, o, o);
+    const uint8_t tos = mark_inner < kV6 ? 6 : 4 > (s, pp, cls, f.data, n);
+    encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, inherited_dscp(port, cls, tos), nh_mac, v,
+               n);
     return true;
 }
 
 }  // namespace
 
-bool encap_parse(const Snapshot& s, uint16_t rx_port, const Frame& f, EncapPre& pre) {
-    const bool v6 = f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6;
-    pre.family = 0;
-    if (!(v6 ? encap_parse_family<true>(s, rx_port, f, pre)
-             : encap_parse_family<false>(s, rx_port, f, pre)))
-        return false;
-    pre.family = v6 ? 6 : 4;
-    return true;
-}
-
-void encap_route(const Snapshot& s, EncapPre* pre, uint16_t n) {
-    // The IPv4 destinations in one rte_lpm_lookup_bulk() (its loads overlap, where a lookup per
-    // packet waits for each), the IPv6 ones in one rte_lpm6_lookup_bulk_func().
-    uint32_t ip4[kEncapBulkMax], hop4[kEncapBulkMax];
-    uint8_t ip6[kEncapBulkMax][16];
-    int32_t hop6[kEncapBulkMax];
-    uint16_t at4[kEncapBulkMax], at6[kEncapBulkMax];
-    uint16_t n4 = 0, n6 = 0;
-    for (uint16_t i = 0; i < n && i < kEncapBulkMax; ++i) {
-        if (pre[i].family == 4) {
-            ip4[n4] = load32(pre[i].l3 + kIpv4DstOff);
-            at4[n4++] = i;
-        } else if (pre[i].family == 6) {
-            std::memcpy(ip6[n6], pre[i].l3 + kIpv6DstOff, 16);
-            at6[n6++] = i;
-        }
-    }
-    if (n4 != 0) rte_lpm_lookup_bulk(s.lpm4, ip4, hop4, n4);
-    for (uint16_t k = 0; k < n4; ++k) {
-        EncapPre& p = pre[at4[k]];
-        if ((hop4[k] & RTE_LPM_LOOKUP_SUCCESS) != 0)
-            p.tunnel = hop4[k] & 0x00ffffffu;
-        else
-            p.family = 0;
-    }
-    if (n6 != 0) rte_lpm6_lookup_bulk_func(s.lpm6, ip6, hop6, n6);
-    for (uint16_t k = 0; k < n6; ++k) {
-        EncapPre& p = pre[at6[k]];
-        if (hop6[k] >= 0)
-            p.tunnel = static_cast<uint32_t>(hop6[k]);
-        else
-            p.family = 0;
-    }
-}
-
-bool encap_finish(const Snapshot& s, uint16_t rx_port, Frame& f, const EncapPre& pre,
-                  Outcome& o) {
-    if (pre.family == 6) return encap_finish_family<true>(s, rx_port, f, pre, o);
-    if (pre.family == 4) return encap_finish_family<false>(s, rx_port, f, pre, o);
-    return false;
-}
-
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o) {
-    EncapPre pre;
-    if (!encap_parse(s, rx_port, f, pre)) return false;
-    encap_route(s, &pre, 1);
-    return encap_finish(s, rx_port, f, pre, o);
+    if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
+        return encap_plain_family<true>(s, rx_port, f, o);
+    return encap_plain_family<false>(s, rx_port, f, o);
 }
 
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,

@@ -12,7 +12,6 @@
 
 #include <rte_byteorder.h>
 #include <rte_hash_crc.h>
-#include <rte_prefetch.h>
 
 #include <atomic>
 #include <cstdint>
@@ -41,16 +40,8 @@ struct FlowKey {
     uint32_t hash() const {
         uint64_t w[5];
         std::memcpy(w, this, sizeof w);
-        // CRC32-C: the instruction itself where the build targets SSE4.2 (rte_hash_crc_8byte()
-        // tests the CPU's capability on every call); the same value either way.
-        uint32_t h = 0;
-        for (int i = 0; i < 5; ++i) {
-#ifdef __SSE4_2__
-            h = static_cast<uint32_t>(__builtin_ia32_crc32di(h, w[i]));
-#else
-            h = rte_hash_crc_8byte(w[i], h);
-#endif
-        }
+        uint32_t h = rte_hash_crc_8byte(w[0], 0);
+        for (int i = 1; i < 5; ++i) h = rte_hash_crc_8byte(w[i], h);
         return h;
     }
     bool operator<(const FlowKey& o) const {
@@ -95,21 +86,13 @@ struct alignas(64) FlowSlot {
     std::atomic<uint64_t> pkts{0}, bytes{0}, cnps{0};
 };
 
-// One run of consecutive packets of a conversation, not yet in the table.
+// The conversation of the packets just counted, not yet in the table (a worker's, per burst).
 struct FlowRun {
     uint64_t w[4] = {0, 0, 0, 0};  // Source and destination address bytes as in the packet.
     uint64_t tag =
         0;  // BTH bytes 4..7 | tunnel << 32 | decap << 48 | IPv4 << 49 | 1 << 50; 0: none.
     uint32_t n = 0, cnps = 0;
     uint64_t bytes = 0;
-};
-
-// The runs of one burst (a worker's): written to the table together at the end of the burst, so
-// that every run's set is hashed and prefetched before the first is looked at.
-struct FlowBatch {
-    static constexpr unsigned kMax = 32;
-    FlowRun runs[kMax];
-    unsigned n = 0;  // Runs used; runs[n - 1] is the current one.
 };
 
 struct FlowSample {
@@ -137,8 +120,9 @@ class FlowTable {
     uint32_t size() const { return size_; }
 
     // Worker: counts one RoCE packet from its IP header and BTH. Consecutive packets of one
-    // conversation accumulate in one run; flush(batch) writes the burst's runs to the table.
-    void add(FlowBatch& batch, const uint8_t* l3, const uint8_t* bth, int16_t tunnel, bool decap,
+    // conversation (the usual burst) accumulate in `run` and reach the table once; flush(run)
+    // writes the last one at the end of a burst.
+    void add(FlowRun& run, const uint8_t* l3, const uint8_t* bth, int16_t tunnel, bool decap,
              bool cnp, uint64_t now) {
         const bool v4 = (l3[0] >> 4) == 4;
         // Everything but the addresses in one word: BTH bytes 4..7 as they lie (reserved byte,
@@ -147,106 +131,57 @@ class FlowTable {
         std::memcpy(&qp_raw, bth + 4, 4);
         const uint64_t tag = qp_raw | uint64_t{static_cast<uint16_t>(tunnel)} << 32 |
                              uint64_t{decap} << 48 | uint64_t{v4} << 49 | uint64_t{1} << 50;
-        FlowRun* run = batch.n != 0 ? &batch.runs[batch.n - 1] : nullptr;
         uint32_t len;
         if (v4) {
             uint64_t a;
             std::memcpy(&a, l3 + 12, 8);  // Source and destination, contiguous.
-            if (run == nullptr || ((a ^ run->w[0]) | (tag ^ run->tag)) != 0) {
-                run = next_run(batch, now);
-                run->w[0] = a;
-                run->tag = tag;
+            if (((a ^ run.w[0]) | (tag ^ run.tag)) != 0) {
+                flush(run, now);
+                run.w[0] = a;
+                run.tag = tag;
             }
             len = static_cast<uint32_t>(l3[2] << 8 | l3[3]);
         } else {
             uint64_t a[4];
             std::memcpy(a, l3 + 8, 32);
-            if (run == nullptr || ((a[0] ^ run->w[0]) | (a[1] ^ run->w[1]) | (a[2] ^ run->w[2]) |
-                                   (a[3] ^ run->w[3]) | (tag ^ run->tag)) != 0) {
-                run = next_run(batch, now);
-                std::memcpy(run->w, a, 32);
-                run->tag = tag;
+            if (((a[0] ^ run.w[0]) | (a[1] ^ run.w[1]) | (a[2] ^ run.w[2]) | (a[3] ^ run.w[3]) |
+                 (tag ^ run.tag)) != 0) {
+                flush(run, now);
+                std::memcpy(run.w, a, 32);
+                run.tag = tag;
             }
             len = 40 + static_cast<uint32_t>(l3[4] << 8 | l3[5]);
         }
-        ++run->n;
-        run->bytes += len;
-        run->cnps += cnp;
+        ++run.n;
+        run.bytes += len;
+        run.cnps += cnp;
     }
 
-    // Writes the batch's runs to the table, stamped `now`, and empties it: every key hashed and
-    // its set prefetched first, then the sets updated (one run's misses overlap the others').
-    void flush(FlowBatch& batch, uint64_t now) {
-        const unsigned n = batch.n;
-        if (n == 0) return;
-        FlowKey keys[FlowBatch::kMax];
-        FlowSlot* sets[FlowBatch::kMax];
-        for (unsigned i = 0; i < n; ++i) {
-            const FlowRun& run = batch.runs[i];
-            FlowKey& k = keys[i];
-            const bool v4 = (run.tag >> 49 & 1) != 0;
-            k.family = v4 ? 4 : 6;
-            k.dqp = rte_be_to_cpu_32(static_cast<uint32_t>(run.tag)) & 0xffffff;
-            if (v4) {
-                std::memcpy(k.src, run.w, 4);
-                std::memcpy(k.dst, reinterpret_cast<const uint8_t*>(run.w) + 4, 4);
-            } else {
-                std::memcpy(k.src, run.w, 16);
-                std::memcpy(k.dst, run.w + 2, 16);
-            }
-            sets[i] = set_of(k.hash());
-            for (unsigned w = 0; w < kWays; ++w) rte_prefetch0(&sets[i][w]);
+    void flush(FlowRun& run, uint64_t now) {
+        if (run.n == 0) return;
+        FlowKey k;
+        const bool v4 = (run.tag >> 49 & 1) != 0;
+        k.family = v4 ? 4 : 6;
+        k.dqp = rte_be_to_cpu_32(static_cast<uint32_t>(run.tag)) & 0xffffff;
+        if (v4) {
+            std::memcpy(k.src, run.w, 4);
+            std::memcpy(k.dst, reinterpret_cast<const uint8_t*>(run.w) + 4, 4);
+        } else {
+            std::memcpy(k.src, run.w, 16);
+            std::memcpy(k.dst, run.w + 2, 16);
         }
-        for (unsigned i = 0; i < n; ++i) {
-            const FlowRun& run = batch.runs[i];
-            update_set(sets[i], keys[i], static_cast<int16_t>(run.tag >> 32 & 0xffff),
-                       (run.tag >> 48 & 1) != 0, run.n, run.bytes, run.cnps, now);
-        }
-        batch.n = 0;
+        update(k, static_cast<int16_t>(run.tag >> 32 & 0xffff), (run.tag >> 48 & 1) != 0, run.n,
+               run.bytes, run.cnps, now);
+        run.n = 0;
+        run.bytes = run.cnps = 0;
+        run.tag = 0;
     }
 
     // Worker: counts `pkts` packets of `k` (`bytes` their IP length, `cnps` of them CNPs).
     void update(const FlowKey& k, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
                 uint64_t cnps, uint64_t now) {
-        update_set(set_of(k.hash()), k, tunnel, decap, pkts, bytes, cnps, now);
-    }
-
-    // Control thread: a consistent copy of slot `i`; false if unused or being rewritten.
-    bool read(uint32_t i, FlowSample& out) const {
-        const FlowSlot& s = slots_[i];
-        const uint32_t q1 = s.seq.load(std::memory_order_acquire);
-        if (q1 == 0 || (q1 & 1) != 0) return false;
-        const auto rlx = std::memory_order_relaxed;
-        out.key = s.get_key();
-        out.born_tsc = s.born_tsc.load(rlx);
-        out.last_tsc = s.last_tsc.load(rlx);
-        out.pkts = s.pkts.load(rlx);
-        out.bytes = s.bytes.load(rlx);
-        out.cnps = s.cnps.load(rlx);
-        out.tunnel = s.tunnel.load(rlx);
-        out.decap = s.decap.load(rlx) != 0;
-        std::atomic_thread_fence(std::memory_order_acquire);
-        return s.seq.load(rlx) == q1;
-    }
-
-    uint64_t evictions() const { return evictions_->get(); }
-    // The slots, for tests of their layout (tests/unit/test_layout.cpp).
-    const FlowSlot* slot_array() const { return slots_.get(); }
-
-  private:
-    FlowSlot* set_of(uint32_t h) const { return &slots_[(h * kWays) & (size_ - 1)]; }
-
-    // A fresh run at the end of the batch, the batch written to the table first if it is full.
-    FlowRun* next_run(FlowBatch& batch, uint64_t now) {
-        if (batch.n == FlowBatch::kMax) flush(batch, now);
-        FlowRun* run = &batch.runs[batch.n++];
-        run->n = run->cnps = 0;
-        run->bytes = 0;
-        return run;
-    }
-
-    void update_set(FlowSlot* set, const FlowKey& k, int16_t tunnel, bool decap, uint64_t pkts,
-                    uint64_t bytes, uint64_t cnps, uint64_t now) {
+        const uint32_t h = k.hash();
+        FlowSlot* set = &slots_[(h * kWays) & (size_ - 1)];
         FlowSlot* victim = nullptr;  // A free slot, else the one idle longest.
         uint64_t victim_last = UINT64_MAX;
         for (unsigned w = 0; w < kWays; ++w) {
@@ -276,6 +211,29 @@ class FlowTable {
         bump(*victim, tunnel, decap, pkts, bytes, cnps, now);
     }
 
+    // Control thread: a consistent copy of slot `i`; false if unused or being rewritten.
+    bool read(uint32_t i, FlowSample& out) const {
+        const FlowSlot& s = slots_[i];
+        const uint32_t q1 = s.seq.load(std::memory_order_acquire);
+        if (q1 == 0 || (q1 & 1) != 0) return false;
+        const auto rlx = std::memory_order_relaxed;
+        out.key = s.get_key();
+        out.born_tsc = s.born_tsc.load(rlx);
+        out.last_tsc = s.last_tsc.load(rlx);
+        out.pkts = s.pkts.load(rlx);
+        out.bytes = s.bytes.load(rlx);
+        out.cnps = s.cnps.load(rlx);
+        out.tunnel = s.tunnel.load(rlx);
+        out.decap = s.decap.load(rlx) != 0;
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return s.seq.load(rlx) == q1;
+    }
+
+    uint64_t evictions() const { return evictions_->get(); }
+    // The slots, for tests of their layout (tests/unit/test_layout.cpp).
+    const FlowSlot* slot_array() const { return slots_.get(); }
+
+  private:
     static void bump(FlowSlot& s, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
                      uint64_t cnps, uint64_t now) {
         const auto rel = std::memory_order_relaxed;

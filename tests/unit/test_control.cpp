@@ -176,7 +176,7 @@ TEST(FlowTable, AddsFromHeadersInRuns) {
     uint8_t data[12] = {0x04, 0, 0xff, 0xff, 0, 0x00, 0x00, 0x12};
     uint8_t cnp[12] = {0x81, 0, 0xff, 0xff, 0, 0x00, 0x00, 0x52};
     FlowTable ft(64);
-    FlowBatch run;
+    FlowRun run;
     for (int i = 0; i < 3; ++i) ft.add(run, v4, data, 2, false, false, 10);
     ft.add(run, v4, cnp, 2, false, true, 11);
     ft.add(run, v6, data, 2, true, false, 12);
