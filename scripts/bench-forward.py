@@ -30,9 +30,17 @@ tests/golden/egress.toml at 400 Gbit/s (configured, idle: every frame leaves at 
 1 Gbit/s (overloaded: the queues at their limits, most frames dropped or marked). The runs are
 interleaved per repeat; busy cycles are per received packet.
 
+With --peer ovs every repeat of a case also runs Open vSwitch 3.1 with DPDK (Debian's
+openvswitch-switch-dpdk; scripts/install-deps.sh --ovs) on the same vdevs and CPU: the same Geneve
+or VXLAN push with tos=inherit after setting DSCP 26 (mark+encap), or pop (decap), through its
+userspace datapath, one PMD thread (scripts/ovs_peer.py). It prints OVS's Mpps/core (packets its
+sink port sent over the PMD thread's CPU time), dscpgw's ratio to it within the repeat, and OVS's
+processing cycles per packet (pmd-stats-show). It needs root and hugepages; OVS runs frames up to
+1518 bytes here (larger cases print -), and has no zero IPv6 UDP checksum case.
+
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames single,multi]
                         [--repeat N] [--quick] [--pages auto|huge|4k] [--dscpgw build/dscpgw] [--qos]
-                        [--scaling]
+                        [--scaling] [--peer none|ovs]
 """
 import argparse
 import logging
@@ -51,6 +59,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
 from scapy.all import wrpcap  # noqa: E402
 import pktlib  # noqa: E402
+sys.path.insert(0, HERE)
+import ovs_peer  # noqa: E402
 
 EAL = ["-m", "1024", "--no-shconf", "--no-pci", "-l", "0,1", "--log-level=lib.*:error"]
 
@@ -211,6 +221,16 @@ def run_testpmd_once(eal, src, seconds):
                float(c.group(1)))
 
 
+def run_ovs(peer, cfg, seconds):
+    """Open vSwitch doing the case's push or pop on the same vdevs (scripts/ovs_peer.py)."""
+    direction, typ, fam = peer
+    with ovs_peer.Ovs(direction, typ, REMOTE[fam], LOCAL[fam], cfg["lan"], cfg["wan"]) as o:
+        pkts, cpu, wall, cycles = o.measure(seconds)
+    if pkts <= 0:
+        raise RuntimeError(f"Open vSwitch sent nothing ({direction} {typ}/IPv{fam})")
+    return Run(pkts, cpu, pkts / wall / 1e6, cycles)
+
+
 def pages(mode):
     """EAL arguments and their description: hugepages when 1 GB of them is free (or asked for)."""
     free = 0
@@ -300,10 +320,17 @@ def main():
     ap.add_argument("--pages", choices=["auto", "huge", "4k"], default="auto")
     ap.add_argument("--qos", action="store_true", help="Border QoS's cost instead (see above)")
     ap.add_argument("--scaling", action="store_true", help="two workers against one (see above)")
+    ap.add_argument("--peer", choices=["none", "ovs"], default="none",
+                    help="also Open vSwitch with DPDK doing the same push/pop (see above)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     page_args, page_desc = pages(a.pages)
     eal = page_args + EAL
+    if a.peer == "ovs":
+        why = ovs_peer.missing() or ("--peer ovs needs hugepages (OVS 3.1 runs DPDK --in-memory, which --no-huge "
+                                     "contradicts): echo 1280 > /proc/sys/vm/nr_hugepages" if page_args else None)
+        if why:
+            sys.exit(why)
     tmp = tempfile.mkdtemp(prefix="dscpgw-bench-")
     print(f"# {page_desc}; one forwarding lcore each; {a.repeat} interleaved repeats of {a.seconds:g} s; "
           "Mpps/core = packets sent / the lcore thread's CPU time; ratio = dscpgw / floor within a repeat, "
@@ -316,8 +343,10 @@ def main():
     variants = [("geneve", 4, False)] if a.quick else [("geneve", 4, False), ("vxlan", 4, False),
                                                        ("geneve", 6, False), ("vxlan", 6, False),
                                                        ("geneve", 6, True)]
+    ovs = a.peer == "ovs"
     print(f"{'case':<28}{'frame':>6}{'capture':>8}{'dscpgw Mpps':>12}{'dscpgw Mpps/core':>24}"
-          f"{'floor Mpps/core':>24}{'ratio':>22}{'dscpgw cyc':>11}{'floor cyc':>10}")
+          f"{'floor Mpps/core':>24}{'ratio':>22}{'dscpgw cyc':>11}{'floor cyc':>10}"
+          + (f"{'ovs Mpps/core':>24}{'dscpgw/ovs':>22}{'ovs cyc':>9}" if ovs else ""))
     for size in sizes:
         for kind in a.frames.split(","):
             inner = frames(size, kind)
@@ -328,7 +357,8 @@ def main():
                 src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
                 cfg = dict(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam],
                            tunnel_keys="udp6_zero_checksum_tx = true" if zero else "")
-                cases.append((f"mark+encap {typ}/IPv{fam}" + (" csum0" if zero else ""), size, src, cfg))
+                peer = None if zero or size > ovs_peer.MAX_FRAME else ("encap", typ, fam)
+                cases.append((f"mark+encap {typ}/IPv{fam}" + (" csum0" if zero else ""), size, src, cfg, peer))
             for typ, fam, zero in variants:
                 if zero:
                     continue
@@ -338,21 +368,28 @@ def main():
                 wrpcap(outer_pcap, outer)
                 src = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
                 cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam])
-                cases.append((f"decap {typ}/IPv{fam}", len(outer[0]), src, cfg))
+                peer = ("decap", typ, fam) if len(outer[0]) <= ovs_peer.MAX_FRAME else None
+                cases.append((f"decap {typ}/IPv{fam}", len(outer[0]), src, cfg, peer))
             if a.variants:
                 cases = [c for c in cases if any(v in c[0] for v in a.variants.split(","))]
-            for name, frame, src, cfg in cases:
-                pairs = []
+            for name, frame, src, cfg, peer in cases:
+                pairs, peers = [], []
                 for _ in range(a.repeat):
                     floor = run_testpmd(eal, src, a.seconds)
                     gw = run_dscpgw(a.dscpgw, gw_config(eal, **cfg), tmp, a.seconds)
                     pairs.append((floor, gw))
+                    if ovs and peer:
+                        peers.append((run_ovs(peer, cfg, a.seconds), gw))
                 gws, floors = [g for _, g in pairs], [f for f, _ in pairs]
                 drops = max(g.drops for g in gws)
                 print(f"{name:<28}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
                       f"{spread([g.core_mpps for g in gws]):>24}{spread([f.core_mpps for f in floors]):>24}"
                       f"{spread([g.core_mpps / f.core_mpps for f, g in pairs]):>22}"
                       f"{statistics.median(g.cycles for g in gws):>11.1f}{statistics.median(f.cycles for f in floors):>10.1f}"
+                      + (f"{spread([o.core_mpps for o, _ in peers]):>24}"
+                         f"{spread([g.core_mpps / o.core_mpps for o, g in peers]):>22}"
+                         f"{statistics.median(o.cycles for o, _ in peers):>9.1f}" if peers else
+                         f"{'-':>24}{'-':>22}{'-':>9}" if ovs else "")
                       + (f"  ({drops} dropped)" if drops else ""))
                 sys.stdout.flush()
 

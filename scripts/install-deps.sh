@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what dscpgw needs to build, run and test on Debian 12. Idempotent; skips apt when every
-# package is already present.
+# package is already present. With --ovs also Open vSwitch with DPDK, for bench-forward.py
+# --peer ovs only (its package enables a system service: not installed by default).
 set -euo pipefail
 
 packages=(
@@ -22,6 +23,9 @@ packages=(
   # Live tests and the demo: namespaces, veth, the kernel's VXLAN as a peer.
   iproute2 ethtool iputils-ping
 )
+if [ "${1:-}" = "--ovs" ]; then
+  packages+=(openvswitch-switch-dpdk)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
