@@ -1,4 +1,6 @@
-// dscpgw: the RoCEv2 border gateway. Subcommands: check, replay, run.
+// dscpgw: the RoCEv2 border gateway. Subcommands: check, replay, run, ctl.
+#include <rte_version.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -7,22 +9,80 @@
 #include "config/config.h"
 #include "control/commands.h"
 #include "control/socket.h"
+#include "gateway/cli.h"
 #include "gateway/commands.h"
 
 namespace {
 
+using dscpgw::cli::Command;
+
+const Command kCheck{"check",
+                     "validate a configuration: every error with file:line:col, then what each "
+                     "tunnel carries",
+                     {{"--config", "FILE", "the configuration (TOML)"}}};
+const Command kReplay{
+    "replay",
+    "process a capture offline as the workers would, writing what they send",
+    {{"--config", "FILE", "the configuration (TOML)"},
+     {"--in", "IN.pcap", "the frames, as they arrive"},
+     {"--out", "OUT.pcap", "what leaves, in order"},
+     {"--port", "NAME", "the port they arrive on (default: the first inner port)"},
+     {"--trace", nullptr, "print what happens to each packet"},
+     {"--workers", "N", "spread the packets over N simulated workers by flow hash (1..64)"}}};
+const Command kRun{"run",
+                   "run the gateway: DPDK ports, workers and the control thread, until SIGINT or "
+                   "SIGTERM",
+                   {{"--config", "FILE", "the configuration (TOML)"}}};
+const Command kCtl{"ctl",
+                   "send one command to a running gateway's control socket",
+                   {{"--socket", "PATH", "the control socket"},
+                    {"--config", "FILE", "take the socket from this configuration's [control]"}},
+                   "COMMAND [ARGS] [--json]"};
+
 void usage(std::FILE* f) {
-    std::fprintf(
-        f,
-        "usage:\n"
-        "  dscpgw check  --config FILE\n"
-        "  dscpgw replay --config FILE --in IN.pcap --out OUT.pcap [--port NAME] [--trace]\n"
-        "                [--workers N]\n"
-        "  dscpgw run    --config FILE\n"
-        "  dscpgw ctl    [--socket PATH | --config FILE] COMMAND [--json]\n"
-        "      the socket is [control] socket of FILE, else %s; COMMAND is one of\n%s"
-        "      (--json after a view command prints JSON)\n",
-        dscpgw::kDefaultControlSocket, dscpgw::ctl_help("        ").c_str());
+    std::fprintf(f,
+                 "usage: dscpgw COMMAND [options]\n"
+                 "       dscpgw --version | --help\n"
+                 "commands:\n%s"
+                 "dscpgw COMMAND --help lists the command's options; exit codes: 0 ok, 1 runtime "
+                 "failure, 2 bad usage, config or input\n",
+                 dscpgw::cli::command_list({&kCheck, &kReplay, &kRun, &kCtl}).c_str());
+}
+
+void ctl_usage(std::FILE* f) {
+    std::fprintf(f,
+                 "%s"
+                 "the socket is --socket PATH, else [control] socket of --config FILE, else %s\n"
+                 "commands:\n%s"
+                 "--json after a view command prints JSON\n",
+                 dscpgw::cli::help_text("dscpgw", kCtl).c_str(), dscpgw::kDefaultControlSocket,
+                 dscpgw::ctl_help("  ").c_str());
+}
+
+void version() {
+    std::printf("dscpgw %s (%s)\n", DSCPGW_VERSION, rte_version());  // "DPDK 22.11.x".
+}
+
+// Parses argv[2..] for `c`; returns -1 to go on, or the exit code (help printed, or an error).
+int parse_or_exit(const Command& c, int argc, char** argv, dscpgw::cli::Parsed& p) {
+    p = dscpgw::cli::parse(c, argc, argv, 2);
+    if (p.version && p.error.empty()) {
+        version();
+        return dscpgw::cli::kExitOk;
+    }
+    if (p.help && p.error.empty()) {
+        if (&c == &kCtl)
+            ctl_usage(stdout);
+        else
+            std::fputs(dscpgw::cli::help_text("dscpgw", c).c_str(), stdout);
+        return dscpgw::cli::kExitOk;
+    }
+    if (!p.error.empty()) {
+        std::fprintf(stderr, "dscpgw %s: %s (dscpgw %s --help lists the options)\n", c.name,
+                     p.error.c_str(), c.name);
+        return dscpgw::cli::kExitUsage;
+    }
+    return -1;
 }
 
 }  // namespace
@@ -54,7 +114,7 @@ int cmd_check(const std::string& config) {
         return 0;
     } catch (const ConfigError& e) {
         std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());
-        return 2;
+        return cli::kExitUsage;
     }
 }
 
@@ -62,25 +122,31 @@ int cmd_check(const std::string& config) {
 
 namespace dscpgw {
 
-// `dscpgw ctl`: one request to a running gateway's control socket.
-int cmd_ctl(int argc, char** argv) {
-    std::string socket, config, request;
-    int i = 2;
-    for (; i < argc; ++i) {
-        const std::string a = argv[i];
-        if ((a == "--socket" || a == "--config") && i + 1 < argc) {
-            (a == "--socket" ? socket : config) = argv[++i];
-        } else if (a == "--socket" || a == "--config") {
-            std::fprintf(stderr, "dscpgw ctl: %s needs a value\n", a.c_str());
-            return 2;
-        } else {  // The command and its arguments (--json, --top N) go to the gateway as they are.
-            request += (request.empty() ? "" : " ") + a;
+// `dscpgw ctl`: one request to a running gateway's control socket. The request is checked here
+// first, so that a wrong command is a usage error (2) without a gateway; a reload the gateway
+// refuses for its config is 2 as well, any other failure 1.
+int cmd_ctl(const cli::Parsed& p) {
+    std::string socket = p.get("--socket");
+    const std::string config = p.get("--config");
+    std::string request;
+    for (const std::string& w : p.operands) {
+        if (w == "-h" || w == "--help") {  // `dscpgw ctl flows --help`: the commands' list.
+            ctl_usage(stdout);
+            return cli::kExitOk;
         }
+        request += (request.empty() ? "" : " ") + w;
     }
     if (request.empty()) {
         std::fprintf(stderr, "dscpgw ctl: a command is required\n");
-        usage(stderr);
-        return 2;
+        ctl_usage(stderr);
+        return cli::kExitUsage;
+    }
+    CtlRequest req;
+    std::string err;
+    if (!parse_ctl_request(request, req, err)) {
+        std::fprintf(stderr, "dscpgw ctl: %s%s", err.c_str(),
+                     !err.empty() && err.back() == '\n' ? "" : "\n");
+        return cli::kExitUsage;
     }
     if (socket.empty() && !config.empty()) {
         try {
@@ -88,7 +154,7 @@ int cmd_ctl(int argc, char** argv) {
         } catch (const ConfigError& e) {
             std::fprintf(stderr, "dscpgw ctl: cannot read the socket path from %s:\n%s\n",
                          config.c_str(), e.what());
-            return 2;
+            return cli::kExitUsage;
         }
     }
     if (socket.empty()) socket = kDefaultControlSocket;
@@ -96,76 +162,70 @@ int cmd_ctl(int argc, char** argv) {
     const int rc = control_request(socket, request, body);
     if (rc == 0) {
         std::fputs(body.c_str(), stdout);
-    } else {
-        std::fprintf(stderr, "dscpgw ctl: %s%s", body.c_str(),
-                     !body.empty() && body.back() == '\n' ? "" : "\n");
+        return cli::kExitOk;
     }
-    return rc;
+    std::fprintf(stderr, "dscpgw ctl: %s%s", body.c_str(),
+                 !body.empty() && body.back() == '\n' ? "" : "\n");
+    return req.cmd == CtlCommand::reload && body.rfind("reload refused", 0) == 0
+               ? cli::kExitUsage
+               : cli::kExitFailure;
 }
 
 }  // namespace dscpgw
 
 int main(int argc, char** argv) {
+    using namespace dscpgw;
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return cli::kExitUsage;
     }
     const std::string cmd = argv[1];
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
         usage(stdout);
-        return 0;
+        return cli::kExitOk;
     }
-    if (cmd == "ctl") return dscpgw::cmd_ctl(argc, argv);
-    dscpgw::ReplayOptions o;
-    for (int i = 2; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&](std::string& dst) {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "dscpgw %s: %s needs a value\n", cmd.c_str(), a.c_str());
-                std::exit(2);
-            }
-            dst = argv[++i];
-        };
-        if (a == "--config")
-            value(o.config);
-        else if (a == "--in" && cmd == "replay")
-            value(o.in);
-        else if (a == "--out" && cmd == "replay")
-            value(o.out);
-        else if (a == "--port" && cmd == "replay")
-            value(o.port);
-        else if (a == "--trace" && cmd == "replay")
-            o.trace = true;
-        else if (a == "--workers" && cmd == "replay") {
-            std::string v;
-            value(v);
-            char* end = nullptr;
-            const unsigned long w = std::strtoul(v.c_str(), &end, 10);
-            if (v.empty() || *end != '\0' || w < 1 || w > 64) {
-                std::fprintf(stderr, "dscpgw replay: --workers %s: expected 1..64\n", v.c_str());
-                return 2;
-            }
-            o.workers = static_cast<unsigned>(w);
-        } else {
-            std::fprintf(stderr, "dscpgw %s: unknown argument %s\n", cmd.c_str(), a.c_str());
-            usage(stderr);
-            return 2;
-        }
+    if (cmd == "--version" || cmd == "-V" || cmd == "version") {
+        version();
+        return cli::kExitOk;
     }
-    if (cmd != "check" && cmd != "replay" && cmd != "run") {
+    const Command* c = cmd == "check"    ? &kCheck
+                       : cmd == "replay" ? &kReplay
+                       : cmd == "run"    ? &kRun
+                       : cmd == "ctl"    ? &kCtl
+                                         : nullptr;
+    if (c == nullptr) {
         std::fprintf(stderr, "dscpgw: unknown command %s\n", cmd.c_str());
         usage(stderr);
-        return 2;
+        return cli::kExitUsage;
     }
+    cli::Parsed p;
+    if (const int rc = parse_or_exit(*c, argc, argv, p); rc >= 0) return rc;
+    if (c == &kCtl) return cmd_ctl(p);
+    ReplayOptions o;
+    o.config = p.get("--config");
     if (o.config.empty()) {
         std::fprintf(stderr, "dscpgw %s: --config FILE is required\n", cmd.c_str());
-        return 2;
+        return cli::kExitUsage;
     }
-    if (cmd == "check") return dscpgw::cmd_check(o.config);
-    if (cmd == "run") return dscpgw::cmd_run(o.config);
+    if (c == &kCheck) return cmd_check(o.config);
+    if (c == &kRun) return cmd_run(o.config);
+    o.in = p.get("--in");
+    o.out = p.get("--out");
+    o.port = p.get("--port");
+    o.trace = p.has("--trace");
+    if (p.has("--workers")) {
+        const std::string v = p.get("--workers");
+        char* end = nullptr;
+        const unsigned long w = std::strtoul(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || w < 1 || w > 64) {
+            std::fprintf(stderr, "dscpgw replay: --workers %s: expected 1..64\n", v.c_str());
+            return cli::kExitUsage;
+        }
+        o.workers = static_cast<unsigned>(w);
+    }
     if (o.in.empty() || o.out.empty()) {
         std::fprintf(stderr, "dscpgw replay: --in and --out are required\n");
-        return 2;
+        return cli::kExitUsage;
     }
-    return dscpgw::cmd_replay(o);
+    return cmd_replay(o);
 }

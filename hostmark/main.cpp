@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "gateway/cli.h"
 #include "hostmark/hostmark.skel.h"
 #include "hostmark/rules.h"
 
@@ -69,14 +70,39 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
     return kExitError;
 }
 
-int usage() {
-    std::fputs(
-        "usage: dscpgw-hostmark attach --dev IFACE --config FILE\n"
-        "       dscpgw-hostmark detach --dev IFACE\n"
-        "       dscpgw-hostmark status [--dev IFACE] [--prometheus | --textfile PATH]\n"
-        "       dscpgw-hostmark check --config FILE\n",
-        stderr);
-    return kExitUsage;
+using dscpgw::cli::Command;
+const Command kAttach{"attach",
+                      "load the classifier and attach it to a device's egress (tc clsact), or "
+                      "replace its rules",
+                      {{"--dev", "IFACE", "the device"},
+                       {"--config", "FILE", "the configuration whose [[classes]] it applies"}}};
+const Command kDetach{
+    "detach", "remove the classifier from a device", {{"--dev", "IFACE", "the device"}}};
+const Command kStatus{"status",
+                      "the rules and counters of a device, or of every device with the "
+                      "classifier (exit 3: attached to none)",
+                      {{"--dev", "IFACE", "only this device"},
+                       {"--prometheus", nullptr, "the counters in Prometheus' text format"},
+                       {"--textfile", "PATH", "the same written to PATH (node_exporter)"}}};
+const Command kCheck{"check",
+                     "validate a configuration's classes as the classifier would take them",
+                     {{"--config", "FILE", "the configuration (TOML)"}}};
+const Command* const kCommands[] = {&kAttach, &kDetach, &kStatus, &kCheck};
+
+void usage(std::FILE* f) {
+    std::fprintf(f,
+                 "usage: dscpgw-hostmark COMMAND [options]\n"
+                 "       dscpgw-hostmark --version | --help\n"
+                 "commands:\n%s"
+                 "dscpgw-hostmark COMMAND --help lists the command's options; exit codes: 0 ok, "
+                 "1 runtime failure, 2 bad usage, config or input, 3 status: attached to no "
+                 "device\n",
+                 dscpgw::cli::command_list({&kAttach, &kDetach, &kStatus, &kCheck}).c_str());
+}
+
+void version() {
+    std::printf("dscpgw-hostmark %s (libbpf %u.%u)\n", DSCPGW_VERSION, libbpf_major_version(),
+                libbpf_minor_version());
 }
 
 // An fd closed on scope exit.
@@ -393,42 +419,68 @@ struct Args {
     bool prometheus = false;
 };
 
-std::optional<Args> parse_args(int argc, char** argv) {
-    if (argc < 2) return std::nullopt;
+// The arguments, or the exit code when there is nothing to run (help or version printed, or bad
+// usage reported).
+struct ParseResult {
+    std::optional<Args> args;
+    int exit_code = kExitUsage;
+};
+
+ParseResult parse_args(int argc, char** argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return {};
+    }
+    const std::string cmd = argv[1];
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+        usage(stdout);
+        return {std::nullopt, 0};
+    }
+    if (cmd == "--version" || cmd == "-V" || cmd == "version") {
+        version();
+        return {std::nullopt, 0};
+    }
+    const Command* c = nullptr;
+    for (const Command* x : kCommands)
+        if (cmd == x->name) c = x;
+    if (c == nullptr) {
+        std::fprintf(stderr, "dscpgw-hostmark: unknown command %s\n", cmd.c_str());
+        usage(stderr);
+        return {};
+    }
+    const dscpgw::cli::Parsed p = dscpgw::cli::parse(*c, argc, argv, 2);
+    if (p.error.empty() && p.version) {
+        version();
+        return {std::nullopt, 0};
+    }
+    if (p.error.empty() && p.help) {
+        std::fputs(dscpgw::cli::help_text("dscpgw-hostmark", *c).c_str(), stdout);
+        return {std::nullopt, 0};
+    }
     Args a;
-    a.cmd = argv[1];
-    for (int i = 2; i < argc; ++i) {
-        const std::string k = argv[i];
-        const auto value = [&](std::string& out) {
-            if (i + 1 >= argc) return false;
-            out = argv[++i];
-            return !out.empty();
-        };
-        if (k == "--dev") {
-            if (!value(a.dev)) return std::nullopt;
-        } else if (k == "--config") {
-            if (!value(a.config)) return std::nullopt;
-        } else if (k == "--textfile") {
-            if (!value(a.textfile)) return std::nullopt;
-        } else if (k == "--prometheus") {
-            a.prometheus = true;
-        } else {
-            std::fprintf(stderr, "dscpgw-hostmark: unknown argument %s\n", k.c_str());
-            return std::nullopt;
-        }
+    a.cmd = cmd;
+    a.dev = p.get("--dev");
+    a.config = p.get("--config");
+    a.textfile = p.get("--textfile");
+    a.prometheus = p.has("--prometheus");
+    std::string why = p.error;
+    if (why.empty() && (c == &kAttach || c == &kDetach) && a.dev.empty())
+        why = "--dev IFACE is required";
+    if (why.empty() && (c == &kAttach || c == &kCheck) && a.config.empty())
+        why = "--config FILE is required";
+    if (why.empty() && a.prometheus && !a.textfile.empty())
+        why = "--prometheus and --textfile exclude each other";
+    if (!why.empty()) {
+        std::fprintf(stderr,
+                     "dscpgw-hostmark %s: %s (dscpgw-hostmark %s --help lists the options)\n",
+                     c->name, why.c_str(), c->name);
+        return {};
     }
-    const bool needs_dev = a.cmd == "attach" || a.cmd == "detach";
-    const bool needs_config = a.cmd == "attach" || a.cmd == "check";
-    if (!needs_dev && !needs_config && a.cmd != "status") {
-        std::fprintf(stderr, "dscpgw-hostmark: unknown command %s\n", a.cmd.c_str());
-        return std::nullopt;
-    }
-    if ((needs_dev && a.dev.empty()) || (needs_config && a.config.empty())) return std::nullopt;
-    if (a.cmd != "status" && (a.prometheus || !a.textfile.empty())) return std::nullopt;
-    return a;
+    return {a, 0};
 }
 
-// The classes of the config as a rule set; false (with the error printed) when unusable.
+// The classes of the config as a rule set; false (with the error printed) when unusable: bad
+// input, which the callers exit 2 for, as dscpgw does.
 bool ruleset_from(const std::string& path, hm_ruleset& rs) {
     try {
         const std::string why = build_ruleset(load_classes(path), rs);
@@ -464,7 +516,7 @@ int device_index(const std::string& dev) {
 
 int cmd_check(const Args& a) {
     hm_ruleset rs{};
-    if (!ruleset_from(a.config, rs)) return kExitError;
+    if (!ruleset_from(a.config, rs)) return kExitUsage;
     std::printf("%s: %u classes\n", a.config.c_str(), rs.n);
     for (uint32_t i = 0; i < rs.n; ++i)
         std::printf("  %-20s %s\n", rs.rules[i].name, describe_rule(rs.rules[i]).c_str());
@@ -473,7 +525,7 @@ int cmd_check(const Args& a) {
 
 int cmd_attach(const Args& a) {
     hm_ruleset rs{};
-    if (!ruleset_from(a.config, rs)) return kExitError;
+    if (!ruleset_from(a.config, rs)) return kExitUsage;
     const int ifindex = device_index(a.dev);
     if (ifindex == 0) return kExitError;
     std::string err;
@@ -620,8 +672,9 @@ int main(int argc, char** argv) {
     // libbpf's messages are kept and shown only with a load failure (a query of a device without
     // clsact, for one, makes the kernel say "Parent Qdisc doesn't exists").
     libbpf_set_print(libbpf_print);
-    const std::optional<Args> a = parse_args(argc, argv);
-    if (!a) return usage();
+    const ParseResult parsed = parse_args(argc, argv);
+    if (!parsed.args) return parsed.exit_code;
+    const std::optional<Args>& a = parsed.args;
     if (a->cmd == "check") return cmd_check(*a);
     if (geteuid() != 0)
         return fail(

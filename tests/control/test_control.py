@@ -293,12 +293,18 @@ def pcap_suite():
         R.check("ctl_policers_shows_colours", policers)
 
         def errors():
+            # A wrong command is bad usage (2), found before the socket is asked.
             p = ctl(gw.sock, "bogus", check=False)
-            eq(p.returncode, 1, "unknown command: exit code")
+            eq(p.returncode, 2, "unknown command: exit code")
             assert 'unknown command "bogus"' in p.stderr, p.stderr
+            p = ctl(os.path.join(TMP, "nothing.sock"), "bogus", check=False)
+            eq(p.returncode, 2, "unknown command without a gateway: still usage")
             p = ctl(gw.sock, "flows", "--top", "zero", check=False)
-            eq(p.returncode, 1, "bad --top")
+            eq(p.returncode, 2, "bad --top")
             assert "--top needs a number" in p.stderr, p.stderr
+            p = subprocess.run([DSCPGW, "ctl", f"--socket={gw.sock}", "classes"], capture_output=True, text=True)
+            eq(p.returncode, 0, "ctl --socket=PATH")
+            assert "roce-data" in p.stdout, p.stdout
             p = subprocess.run([DSCPGW, "ctl", "--socket", gw.sock], capture_output=True, text=True)
             eq(p.returncode, 2, "no command: usage")
             p = ctl(os.path.join(TMP, "nothing.sock"), "status", check=False)
@@ -472,19 +478,19 @@ def pcap_suite():
             # A config that does not validate: nothing changes, the caller gets key and line.
             gw.write(body + "\n[[classes]]\nname = \"bad\"\ndscp = 99\n")
             p = ctl(gw.sock, "reload", check=False)
-            eq(p.returncode, 1, "invalid reload: exit code")
+            eq(p.returncode, 2, "invalid reload: exit code (a refused config)")
             assert re.search(r"pcap\.toml:\d+:\d+: classes\[2\]\.dscp: 99 is out of range", p.stderr), p.stderr
             assert "unchanged" in p.stderr, p.stderr
             eq(metric(gw.metrics(), "dscpgw_config_last_reload_success"), 0.0, "reload result metric")
             # A change that needs a port restart is refused with that reason.
             gw.write(body.replace("net_pcap1,", "net_pcap2,"))
             p = ctl(gw.sock, "reload", check=False)
-            eq(p.returncode, 1, "restart-needed reload: exit code")
+            eq(p.returncode, 2, "restart-needed reload: exit code")
             assert "need a restart" in p.stderr and "ports[1] (wan): device changed" in p.stderr, p.stderr
             # An MTU the buffers (sized at start) cannot hold is refused too.
             gw.write(body.replace("mtu = 9000", "mtu = 9200"))
             p = ctl(gw.sock, "reload", check=False)
-            eq(p.returncode, 1, "MTU beyond the buffers: exit code")
+            eq(p.returncode, 2, "MTU beyond the buffers: exit code")
             assert "ports[1] (wan): mtu 9200 needs 9226-byte buffers" in p.stderr, p.stderr
             # A reload refused at its last step (the MTU, after compiling) after it compiled a
             # tunnel with an ARP next hop and a static neighbor: a transaction, so neither
@@ -505,7 +511,7 @@ def pcap_suite():
                      'next_hop = "198.18.0.254"\nroutes = ["10.90.0.0/16"]\n'
                      '\n[[neighbors]]\nport = "wan"\nip = "198.18.0.253"\nmac = "02:00:00:00:00:aa"\n')
             p = ctl(gw.sock, "reload", check=False)
-            eq(p.returncode, 1, "refused at the MTU step: exit code")
+            eq(p.returncode, 2, "refused at the MTU step: exit code")
             assert "mtu 9200 needs 9226-byte buffers" in p.stderr, p.stderr
             now_state = state()
             eq(now_state[1], was[1], "ctl neighbors --json unchanged")
@@ -644,7 +650,7 @@ def reload_under_load():
                 i += 1
                 if i % 4 == 0:  # Invalid: a syntax error, or a change that needs a restart.
                     gw.write(a + "[[classes]\n" if i % 8 == 0 else a.replace("workers = 1", "workers = 2"))
-                    want = 1
+                    want = 2  # A refused config.
                 else:
                     gw.write(a if i % 2 else b)
                     want = 0
@@ -655,7 +661,7 @@ def reload_under_load():
                 else:
                     rc = ctl(gw.sock, "reload", check=False).returncode
                 eq(rc, want, f"reload {i}")
-                ok, bad = ok + (want == 0), bad + (want == 1)
+                ok, bad = ok + (want == 0), bad + (want != 0)
                 time.sleep(0.02)
             out, err = sender.communicate()
             eq(sender.returncode, 0, f"sender: {err}")

@@ -1764,6 +1764,56 @@ def unreadable_pcap_and_bad_arguments():
     eq(run(["check", "--config", "/nonexistent.toml"]).returncode, 2, "missing config file")
 
 
+@test
+def cli_version_help_and_option_forms():
+    p = run(["--version"])
+    eq(p.returncode, 0, "--version")
+    assert re.match(r"dscpgw \d+\.\d+\.\d+ \(DPDK 22\.11[.\d]*\)\n$", p.stdout), p.stdout
+    p = run(["--help"])
+    eq(p.returncode, 0, "--help")
+    for c in ("check", "replay", "run", "ctl", "exit codes: 0 ok, 1 runtime failure, 2 bad usage"):
+        assert c in p.stdout, p.stdout
+    for cmd, opts in (("check", ["--config FILE"]),
+                      ("replay", ["--config FILE", "--in IN.pcap", "--out OUT.pcap", "--port NAME", "--trace",
+                                  "--workers N"]),
+                      ("run", ["--config FILE"]),
+                      ("ctl", ["--socket PATH", "--config FILE", "COMMAND", "status", "flows [--top N]",
+                               "reload"])):
+        p = run([cmd, "--help"])
+        eq(p.returncode, 0, f"{cmd} --help")
+        assert p.stdout.startswith(f"usage: dscpgw {cmd}"), p.stdout
+        for o in opts:
+            assert o in p.stdout, f"{cmd} --help lacks {o}: {p.stdout}"
+        p = run([cmd, "--version"])
+        eq((p.returncode, p.stdout.split(" ")[0]), (0, "dscpgw"), f"{cmd} --version")
+    # ctl's help comes from the binary, with no gateway asked (the socket does not exist).
+    p = run(["ctl", "--socket", "/nonexistent.sock", "flows", "--help"])
+    eq(p.returncode, 0, "ctl COMMAND --help")
+    assert "flows [--top N]" in p.stdout, p.stdout
+    # --opt=value as --opt value.
+    p = run(["check", f"--config={GW}"])
+    eq(p.returncode, 0, f"check --config=FILE: {p.stderr}")
+    assert ": OK (" in p.stdout, p.stdout
+    out = os.path.join(TMP, "cli-out.pcap")
+    inp = os.path.join(TMP, "cli-in.pcap")
+    wrpcap(inp, [pktlib.roce("10.10.0.5", "10.20.0.9", opcode=0x0A, tos=0x02)])
+    p = run(["replay", f"--config={GW}", f"--in={inp}", "--out", out, "--workers=2"])
+    eq(p.returncode, 0, f"replay with --opt=value: {p.stderr}")
+    eq(len(rdpcap(out)), 1, "replayed frame")
+    for args, code, msg in ((["check", "--config"], 2, "--config needs a value (FILE)"),
+                            (["check", "--config="], 2, "--config needs a value (FILE)"),
+                            (["check", "--frobnicate"], 2, "unknown option --frobnicate"),
+                            (["check", "--config", GW, "extra"], 2, "unexpected argument extra"),
+                            (["replay", f"--config={GW}", "--trace=yes"], 2, "--trace takes no value"),
+                            (["run", "--in", "x.pcap"], 2, "unknown option --in"),
+                            (["ctl"], 2, "a command is required"),
+                            (["ctl", "--socket", "/nonexistent.sock", "bogus"], 2, 'unknown command "bogus"'),
+                            (["ctl", "--socket", "/nonexistent.sock", "status"], 1, "no gateway is running")):
+        p = run(args)
+        eq(p.returncode, code, f"{args}: exit code ({p.stderr})")
+        assert msg in p.stderr, f"{args}: {p.stderr}"
+
+
 # ---------------------------------------------------------------------------------------------
 # Border QoS II: the egress scheduler on the capture's clock, checked against the test's own model
 

@@ -137,21 +137,44 @@ def config_checks():
     eq(rc, 0, "the shipped gateway config: " + out)
     bad = write("bad.toml", '[[classes]]\nname = "x"\nmatch = { udp_dst_port = 4791 }\ndscp = 99\npcp = 8\n')
     rc, out = run(["check", "--config", bad])
-    eq(rc, 1, "invalid config exit code")
+    eq(rc, 2, "invalid config exit code")
     ok(f"{bad}:4:" in out and "classes[0].dscp" in out, "dscp error with file:line: " + out)
     ok(f"{bad}:5:" in out and "classes[0].pcp" in out, "pcp error with file:line: " + out)
     pfx = write("pfx.toml", '[[classes]]\nname = "p"\nmatch = { dst = "10.0.0.0/8" }\ndscp = 26\n')
     rc, out = run(["check", "--config", pfx])
-    eq(rc, 1, "prefix class exit code")
+    eq(rc, 2, "prefix class exit code")
     ok('class "p": match.src/match.dst are not supported' in out, out)
     rc, out = run(["check", "--config", os.path.join(TMP, "missing.toml")])
-    ok(rc == 1 and "cannot open" in out, out)
+    ok(rc == 2 and "cannot open" in out, out)
     rc, out = run(["check", "--config", write("syntax.toml", "[[classes]\n")])
-    ok(rc == 1 and "TOML syntax error" in out, out)
+    ok(rc == 2 and "TOML syntax error" in out, out)
     rc, out = run(["frobnicate"])
     ok(rc == 2 and "usage:" in out, out)
     rc, out = run(["attach", "--dev", "x"])
-    ok(rc == 2 and "usage:" in out, "attach without --config: " + out)
+    ok(rc == 2 and "--config FILE is required" in out, "attach without --config: " + out)
+
+
+def cli_conventions():
+    rc, out = run(["--version"])
+    ok(rc == 0 and re.match(r"dscpgw-hostmark \d+\.\d+\.\d+ \(libbpf \d+\.\d+\)\n$", out), out)
+    for cmd, opts in (("attach", ["--dev", "--config"]), ("detach", ["--dev"]),
+                      ("status", ["--dev", "--prometheus", "--textfile"]), ("check", ["--config"])):
+        rc, out = run([cmd, "--help"])
+        ok(rc == 0 and out.startswith(f"usage: dscpgw-hostmark {cmd}") and all(o in out for o in opts),
+           f"{cmd} --help: " + out)
+        rc, v = run([cmd, "--version"])
+        ok(rc == 0 and v.startswith("dscpgw-hostmark "), f"{cmd} --version: " + v)
+    rc, out = run(["--help"])
+    ok(rc == 0 and all(c in out for c in ("attach", "detach", "status", "check", "exit codes")), out)
+    # --opt=value as --opt value.
+    rc, out = run(["check", "--config=" + write("a.toml", CONFIG_A)])
+    eq(rc, 0, "check --config=FILE: " + out)
+    rc, out = run(["check", "--config"])
+    ok(rc == 2 and "--config needs a value" in out, out)
+    rc, out = run(["check", "--frobnicate"])
+    ok(rc == 2 and "unknown option --frobnicate" in out, out)
+    rc, out = run(["status", "--prometheus=yes"])
+    ok(rc == 2 and "--prometheus takes no value" in out, out)
 
 
 def needs_root_and_device():
@@ -328,6 +351,7 @@ def main():
     check = results.check
 
     check("config_errors_are_clear", config_checks)
+    check("cli_version_help_and_option_forms", cli_conventions)
     check("needs_root_and_an_existing_device", needs_root_and_device)
     check("bpf_program_classifies_as_the_gateway", equivalence)
 
