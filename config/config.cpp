@@ -840,6 +840,31 @@ void load_adaptive(Checker& c, const toml::table& t, const std::string& path, Cl
 
 // `resolve`: policer names must exist (false for the classes-only loader, which reads no
 // [[policers]]).
+// Whether every packet of prefix list `b` (empty: any address) is in one of `a`'s.
+bool prefixes_cover(const std::vector<Prefix>& a, const std::vector<Prefix>& b) {
+    if (a.empty()) return true;
+    if (b.empty()) return false;
+    for (const Prefix& pb : b) {
+        bool in = false;
+        for (const Prefix& pa : a)
+            in = in || (pa.family == pb.family && pa.len <= pb.len &&
+                        prefix_match(pa.addr.data(), pa.len, pb.addr.data()));
+        if (!in) return false;
+    }
+    return true;
+}
+
+// Whether class `a` matches every packet class `b` matches (so `b`, after `a`, never does): each
+// key `a` tests, `b` tests for the same value, and `b`'s DSCPs and prefixes lie within `a`'s.
+// Conservative: a key `b` implies without testing it (UDP port 4791 and ip_proto 17) is not
+// counted, so the answer may miss a shadowed class but never names a live one.
+bool class_covers(const ClassRule& a, const ClassRule& b) {
+    const ClassMatch ma = compile_class(a), mb = compile_class(b);
+    return (ma.mask & ~mb.mask) == 0 && ((ma.key ^ mb.key) & ma.mask) == 0 &&
+           (mb.dscp_mask & ~ma.dscp_mask) == 0 && prefixes_cover(a.src, b.src) &&
+           prefixes_cover(a.dst, b.dst);
+}
+
 void load_classes(Checker& c, const toml::table& root, Config& cfg, bool resolve = true) {
     const toml::node* n = root.get("classes");
     if (n == nullptr) return;
@@ -849,6 +874,7 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg, bool resolve
     }
     size_t i = 0;
     std::set<std::string> names, sanitised;
+    std::vector<std::pair<toml::source_region, std::string>> at;  // Per class: its table.
     for (const toml::node& e : *n->as_array()) {
         const std::string path = "classes[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
@@ -921,10 +947,24 @@ void load_classes(Checker& c, const toml::table& root, Config& cfg, bool resolve
         }
         load_adaptive(c, *t, path, r);
         cfg.classes.push_back(std::move(r));
+        at.push_back({t->source(), path});
     }
     if (cfg.classes.size() > kMaxClasses)
         c.error(n->source(), "classes",
                 "at most " + std::to_string(kMaxClasses) + " classes are supported");
+    // Classes match first to last: a class every packet of which an earlier one takes is dead.
+    for (size_t j = 0; j < cfg.classes.size(); ++j) {
+        for (size_t k = 0; k < j; ++k) {
+            if (!class_covers(cfg.classes[k], cfg.classes[j])) continue;
+            c.warn(at[j].first, at[j].second,
+                   "class \"" + cfg.classes[j].name + "\" can never match: class \"" +
+                       cfg.classes[k].name + "\" (" + at[k].second + ", line " +
+                       std::to_string(at[k].first.begin.line) +
+                       ") comes first and matches every packet it does; put the narrower class "
+                       "first");
+            break;
+        }
+    }
 }
 
 // Picks the port a tunnel uses on one side: the named one, or the only one of that role.
@@ -1415,12 +1455,14 @@ Config build(const toml::table& root, const std::string& source_name) {
 
 // Only [[classes]]: the other sections are a gateway's and are not validated here, but a top-level
 // key no dscpgw config has is still an error (a typo would otherwise be silently ignored).
-std::vector<ClassRule> build_classes(const toml::table& root, const std::string& source_name) {
+std::vector<ClassRule> build_classes(const toml::table& root, const std::string& source_name,
+                                     std::vector<std::string>* warnings) {
     Checker c(source_name);
     Config cfg;
     c.only_keys(root, "", kTopLevelKeys);
     load_classes(c, root, cfg, false);
     c.finish();
+    if (warnings != nullptr) *warnings = c.take_warnings();
     return std::move(cfg.classes);
 }
 
@@ -1497,12 +1539,13 @@ ClassMatch compile_class(const ClassRule& c) {
     return m;
 }
 
-std::vector<ClassRule> parse_classes(std::string_view text, const std::string& source_name) {
-    return build_classes(parse_toml(text, source_name), source_name);
+std::vector<ClassRule> parse_classes(std::string_view text, const std::string& source_name,
+                                     std::vector<std::string>* warnings) {
+    return build_classes(parse_toml(text, source_name), source_name, warnings);
 }
 
-std::vector<ClassRule> load_classes(const std::string& path) {
-    return parse_classes(read_file(path), path);
+std::vector<ClassRule> load_classes(const std::string& path, std::vector<std::string>* warnings) {
+    return parse_classes(read_file(path), path, warnings);
 }
 
 int Config::first_port(PortRole role) const {

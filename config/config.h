@@ -60,8 +60,11 @@ Config parse_config(std::string_view text, const std::string& source_name);
 
 // Only the [[classes]] of a config file (dscpgw-hostmark shares them with the gateway): the other
 // sections are not validated. Throws ConfigError like load_config().
-std::vector<ClassRule> load_classes(const std::string& path);
-std::vector<ClassRule> parse_classes(std::string_view text, const std::string& source_name);
+// `warnings`, when given, gets what `check` would warn of (a class an earlier one shadows).
+std::vector<ClassRule> load_classes(const std::string& path,
+                                    std::vector<std::string>* warnings = nullptr);
+std::vector<ClassRule> parse_classes(std::string_view text, const std::string& source_name,
+                                     std::vector<std::string>* warnings = nullptr);
 
 // What differs between the running config and `next` that a reload cannot apply because the
 // ports, queues, lcores or tables would have to be set up again (one line each; empty: the

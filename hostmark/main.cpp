@@ -483,7 +483,9 @@ ParseResult parse_args(int argc, char** argv) {
 // input, which the callers exit 2 for, as dscpgw does.
 bool ruleset_from(const std::string& path, hm_ruleset& rs) {
     try {
-        const std::string why = build_ruleset(load_classes(path), rs);
+        std::vector<std::string> warnings;
+        const std::string why = build_ruleset(load_classes(path, &warnings), rs);
+        for (const std::string& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());
         if (why.empty()) return true;
         fail("%s: %s", path.c_str(), why.c_str());
     } catch (const ConfigError& e) {

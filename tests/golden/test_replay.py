@@ -1765,6 +1765,29 @@ def unreadable_pcap_and_bad_arguments():
 
 
 @test
+def check_warns_of_a_shadowed_class():
+    # roce-data before roce-cnp: CNPs would get data's DSCP. The config loads (exit 0: a warning,
+    # not an error), and check names both classes and their lines.
+    with open(GW) as f:
+        text = f.read()
+    cnp = 'name = "roce-cnp"\nmatch = { udp_dst_port = 4791, bth_opcode = 0x81 }\ndscp = 48\n'
+    data = 'name = "roce-data"\nmatch = { udp_dst_port = 4791 }\ndscp = 26\n'
+    assert cnp + "\n[[classes]]\n" + data in text, "gw.toml's classes moved"
+    swapped = text.replace(cnp + "\n[[classes]]\n" + data, data + "\n[[classes]]\n" + cnp)
+    path = os.path.join(TMP, "shadowed.toml")
+    with open(path, "w") as f:
+        f.write(swapped)
+    data_line = swapped[:swapped.index(data)].count("\n")  # The [[classes]] line above it.
+    cnp_line = swapped[:swapped.index(cnp)].count("\n")
+    p = run(["check", "--config", path])
+    eq(p.returncode, 0, f"a shadowed class is a warning: {p.stderr}")
+    want = (f'{path}:{cnp_line}:1: warning: classes[1]: class "roce-cnp" can never match: class '
+            f'"roce-data" (classes[0], line {data_line}) comes first')
+    assert want in p.stderr, f"{want!r} not in {p.stderr}"
+    p = run(["check", "--config", GW])
+    assert "warning" not in p.stderr, p.stderr
+
+@test
 def cli_version_help_and_option_forms():
     p = run(["--version"])
     eq(p.returncode, 0, "--version")

@@ -148,6 +148,14 @@ def config_checks():
     ok(rc == 2 and "cannot open" in out, out)
     rc, out = run(["check", "--config", write("syntax.toml", "[[classes]\n")])
     ok(rc == 2 and "TOML syntax error" in out, out)
+    # A class an earlier one shadows is said, with both names and lines (the rules still load).
+    shadowed = write("shadow.toml", '[[classes]]\nname = "data"\nmatch = { udp_dst_port = 4791 }\ndscp = 26\n'
+                     '[[classes]]\nname = "cnp"\nmatch = { udp_dst_port = 4791, bth_opcode = 0x81 }\ndscp = 48\n')
+    rc, out = run(["check", "--config", shadowed])
+    ok(rc == 0 and f'{shadowed}:5:1: warning: classes[1]: class "cnp" can never match: class "data" '
+       "(classes[0], line 1)" in out, "shadowed class: " + out)
+    rc, out = run(["check", "--config", write("a.toml", CONFIG_A)])
+    ok("warning" not in out, "no warning for a config in order: " + out)
     rc, out = run(["frobnicate"])
     ok(rc == 2 and "usage:" in out, out)
     rc, out = run(["attach", "--dev", "x"])

@@ -328,5 +328,52 @@ TEST(Config, OneErrorPerMistake) {
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 0) << err;
 }
 
+// `check` warns of a class an earlier one shadows (classes match first to last), naming both and
+// their lines, and of none where the earlier class is narrower or disjoint.
+TEST(Config, ShadowedClassesWarned) {
+    const auto warnings_of = [](const std::string& classes) {
+        std::vector<std::string> w;
+        parse_classes(classes, "c.toml", &w);
+        return w;
+    };
+    const std::string data = "[[classes]]\nname = \"data\"\nmatch = { udp_dst_port = 4791 }\n";
+    const std::string cnp =
+        "[[classes]]\nname = \"cnp\"\nmatch = { udp_dst_port = 4791, bth_opcode = 0x81 }\n";
+    auto w = warnings_of(data + cnp);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_NE(w[0].find("c.toml:4:1: warning: classes[1]: class \"cnp\" can never match: class "
+                        "\"data\" (classes[0], line 1)"),
+              std::string::npos)
+        << w[0];
+    EXPECT_TRUE(warnings_of(cnp + data).empty());  // The narrower first: both live.
+    // DSCP sets and prefixes: within the earlier class's, shadowed; reaching beyond, not.
+    const std::string any_af = "[[classes]]\nname = \"af\"\nmatch = { dscp = [10, 12, 14] }\n";
+    EXPECT_EQ(
+        warnings_of(any_af + "[[classes]]\nname = \"af11\"\nmatch = { dscp = [10] }\n").size(), 1u);
+    EXPECT_TRUE(warnings_of(any_af + "[[classes]]\nname = \"more\"\nmatch = { dscp = [10, 18] }\n")
+                    .empty());
+    const std::string net = "[[classes]]\nname = \"net\"\nmatch = { dst = \"10.0.0.0/8\" }\n";
+    EXPECT_EQ(warnings_of(net + "[[classes]]\nname = \"sub\"\nmatch = { dst = \"10.1.0.0/16\", "
+                                "ip_proto = 6 }\n")
+                  .size(),
+              1u);
+    EXPECT_TRUE(warnings_of(net + "[[classes]]\nname = \"wide\"\nmatch = { dst = \"0.0.0.0/0\" }\n")
+                    .empty());
+    EXPECT_TRUE(warnings_of(net +
+                            "[[classes]]\nname = \"other\"\nmatch = { dst = [\"10.1.0.0/16\", "
+                            "\"11.0.0.0/8\"] }\n")
+                    .empty());
+    // Different values of one key, or a key only the earlier class tests: disjoint or wider.
+    EXPECT_TRUE(warnings_of("[[classes]]\nname = \"tcp\"\nmatch = { ip_proto = 6 }\n"
+                            "[[classes]]\nname = \"udp\"\nmatch = { ip_proto = 17 }\n")
+                    .empty());
+    EXPECT_TRUE(
+        warnings_of(cnp + "[[classes]]\nname = \"all-roce\"\nmatch = { udp_dst_port = 4791 }\n")
+            .empty());
+    // A class without a match takes everything: every later class is dead, each said once.
+    w = warnings_of("[[classes]]\nname = \"all\"\n" + data + cnp);
+    EXPECT_EQ(w.size(), 2u);
+}
+
 }  // namespace
 }  // namespace dscpgw
