@@ -418,6 +418,7 @@ def pcap_suite():
             os.makedirs(pdir, exist_ok=True)
             with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
                 f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                        f"rule_files:\n  - {os.path.join(ROOT, 'docs', 'alerts.yml')}\n"
                         "scrape_configs:\n  - job_name: dscpgw\n    static_configs:\n"
                         f"      - targets: ['127.0.0.1:{gw.port}']\n")
             log = open(os.path.join(pdir, "log"), "w+")
@@ -453,11 +454,35 @@ def pcap_suite():
                             assert name in exported, f"dashboard uses {name}, which the gateway does not export"
                         n += 1
                 assert n >= 15, f"only {n} dashboard queries"
+                # The shipped alert rules load and evaluate against the live gateway's series
+                # (health ok), use only exported metrics, and none fires on this healthy one
+                # (its 4 no_route drops are far below the drop alert's rate).
+                def rules_evaluated():
+                    r = json.loads(http_get(f"http://127.0.0.1:{port}/api/v1/rules"))
+                    rules = [x for g in r["data"]["groups"] for x in g["rules"]]
+                    return rules if rules and all(x["health"] == "ok" for x in rules) else None
+
+                rules = wait_for(rules_evaluated, "Prometheus to evaluate docs/alerts.yml", timeout=30)
+                assert len(rules) >= 10, rules
+                for x in rules:
+                    for name in re.findall(r"\b(dscpgw_[a-z0-9_]+)", x["query"]):
+                        assert name in exported, f"alert {x['name']} uses {name}, which the gateway does not export"
+                eq([x["name"] for x in rules if x["state"] != "inactive"], [], "alerts firing on a healthy gateway")
             finally:
                 p.terminate()
                 p.wait(timeout=30)
 
         R.check("prometheus_server_scrapes_per_class_counts", prometheus_server)
+
+        def alert_rules():
+            if shutil.which("promtool") is None:
+                raise Skip("promtool not installed")
+            for args in (["check", "rules", os.path.join(ROOT, "docs", "alerts.yml")],
+                         ["test", "rules", os.path.join(HERE, "alerts_test.yml")]):
+                p = subprocess.run(["promtool"] + args, capture_output=True, text=True)
+                eq(p.returncode, 0, f"promtool {' '.join(args[:2])}: {p.stdout}{p.stderr}")
+
+        R.check("alert_rules_promtool_unit_tests", alert_rules)
 
         def dpdk_telemetry():
             st = telemetry("dscpgw-pcap", "/dscpgw/stats")
