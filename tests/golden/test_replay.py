@@ -1145,13 +1145,17 @@ def policer_trtcm_matches_rfc2698_on_the_capture_clock():
         want_inner = 28 if got[i] == "yellow" else (48 if cnp else 26)
         eq(inner_of(o)[IP].tos >> 2, want_inner, f"packet {i + 1} inner DSCP ({got[i]})")
         eq(o[IP].tos >> 2, 10 if got[i] == "yellow" else want_inner, f"packet {i + 1} outer DSCP")
-    # Both classes fed the one meter (the model has one bucket pair for all): each was cut.
     colours_by_class = {(pkts[i][BTH].opcode, got[i]) for i in range(len(got))}
-    assert {(0x81, "green"), (0x81, "red"), (0x04, "green"), (0x04, "red")} <= colours_by_class, colours_by_class
+    assert {(0x81, "green"), (0x04, "green"), (0x04, "red")} <= colours_by_class, colours_by_class
     # Green and yellow bytes over the capture's span: the peak rate plus the peak burst, within 1 %.
     span = arrivals[-1][0] - arrivals[0][0]
     passed = sum(b for (_, b, _), c in zip(arrivals, got) if c != "red")
     assert abs(passed - (30e6 / 8 * span + 8000)) <= 0.01 * passed, (passed, span)
+    # Both classes fed the one meter (the model has one bucket pair for all): the CNPs' bytes are
+    # more than that 1 %, so the sum holds only with them counted. (Whether a CNP itself is cut
+    # is a boundary case: the model cuts one of 129, and the meter's TSC-based periods move it.)
+    cnp_passed = sum(b for (_, b, _), c, p in zip(arrivals, got, pkts) if c != "red" and p[BTH].opcode == 0x81)
+    assert cnp_passed > 0.01 * passed, (cnp_passed, passed)
     # The same capture in nanoseconds, and spread over two workers: the same colours (the meter
     # is shared, so the aggregate is exact whatever RSS does).
     pkts_ns, arrivals_ns = policer_traffic(unit=1e-9)
