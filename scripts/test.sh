@@ -106,7 +106,8 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/t
 # can match); the memif server with testpmd as its peer still runs here.
 GOLDEN_SKIP=run_two_gateways_round_trip_over_memif GOLDEN_ONLY=run_ pysuite golden-tsan "dscpgw run under ThreadSanitizer" \
   tests/golden/test_replay.py "$PWD/build-tsan/dscpgw"
-DSCPGW_LOAD_RATE=800 DSCPGW_LOAD_PACKETS=24000 DSCPGW_LOAD_RX_SHARE=0.95 pysuite control-tsan "the control plane under ThreadSanitizer" \
+DSCPGW_LOAD_RATE=800 DSCPGW_LOAD_PACKETS=24000 DSCPGW_LOAD_RX_SHARE=0.95 \
+  DSCPGW_LOAD_MIN_OK=3 DSCPGW_LOAD_MIN_BAD=1 pysuite control-tsan "the control plane under ThreadSanitizer" \
   tests/control/test_control.py "$PWD/build-tsan/dscpgw"
 unset TSAN_OPTIONS
 

@@ -587,13 +587,17 @@ def pcap_suite():
 
 # Under ThreadSanitizer the first reloads of a process take seconds (their fresh tables, the LPM's
 # 64 MB among them, first touched on 4 KB pages), so scripts/test.sh gives that run a longer load.
-N_LOAD = int(os.environ.get("DSCPGW_LOAD_PACKETS", 12000))
+N_LOAD = int(os.environ.get("DSCPGW_LOAD_PACKETS", 40000))
 # The share of the load the gateway must receive. 1 (the release run): all of it. Under
 # ThreadSanitizer on a 2-CPU machine the slowed worker can fall behind the kernel's af_packet ring
 # during a slow reload (310 of 24000 once), which is not the gateway's packet path losing them:
 # that run (scripts/test.sh) takes 0.95 and still requires every received packet out exactly
 # once, no drop, and both configs' marks.
 RX_SHARE = float(os.environ.get("DSCPGW_LOAD_RX_SHARE", 1))
+# Reloads that must land during the load, good and refused: the release run's 10 and 3; the TSan
+# run (whose reloads took 0.03-12 s, varying by run) asks for 3 and 1.
+MIN_OK = int(os.environ.get("DSCPGW_LOAD_MIN_OK", 10))
+MIN_BAD = int(os.environ.get("DSCPGW_LOAD_MIN_BAD", 3))
 # Packets per second: well within what af_packet and dumpcap keep up with here. The
 # ThreadSanitizer run slows each reload about tenfold and sends slower, so that as many reloads
 # fall within the traffic.
@@ -704,7 +708,7 @@ def reload_under_load():
             stats = ctl_json(gw.sock, "stats")
         finally:
             gwout = gw.stop()
-        assert ok >= 10 and bad >= 3, f"only {ok} good and {bad} bad reloads during the traffic"
+        assert ok >= MIN_OK and bad >= MIN_BAD, f"only {ok} good and {bad} bad reloads during the traffic"
         eq(status["reloads_ok"] - before["reloads_ok"], ok, "successful reloads")
         eq(status["reloads_failed"] - before["reloads_failed"], bad, "refused reloads")
         eq(status["generation"], before["generation"] + ok, "one generation per successful reload")
