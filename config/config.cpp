@@ -838,8 +838,6 @@ void load_adaptive(Checker& c, const toml::table& t, const std::string& path, Cl
                 "at most " + std::to_string(kMaxAdaptiveRules) + " rules per class");
 }
 
-// `resolve`: policer names must exist (false for the classes-only loader, which reads no
-// [[policers]]).
 // Whether every packet of prefix list `b` (empty: any address) is in one of `a`'s.
 bool prefixes_cover(const std::vector<Prefix>& a, const std::vector<Prefix>& b) {
     if (a.empty()) return true;
@@ -865,6 +863,8 @@ bool class_covers(const ClassRule& a, const ClassRule& b) {
            prefixes_cover(a.dst, b.dst);
 }
 
+// `resolve`: policer names must exist (false for the classes-only loader, which reads no
+// [[policers]]).
 void load_classes(Checker& c, const toml::table& root, Config& cfg, bool resolve = true) {
     const toml::node* n = root.get("classes");
     if (n == nullptr) return;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -123,15 +122,88 @@ inline std::string help_text(const char* prog, const Command& c) {
     return o;
 }
 
-// The commands' one-line summaries, for the program's own help.
-inline std::string command_list(std::initializer_list<const Command*> cs) {
-    std::string o;
+// The program's own help: how to call it, its commands' one-line summaries and the exit codes
+// (`more_exit_codes` follows the shared ones).
+inline std::string program_help(const char* prog, const std::vector<const Command*>& cs,
+                                const char* more_exit_codes = "") {
+    std::string o = std::string("usage: ") + prog + " COMMAND [options]\n       " + prog +
+                    " --version | --help\ncommands:\n";
     for (const Command* c : cs) {
         std::string head = std::string("  ") + c->name;
         head.resize(std::max<size_t>(head.size() + 2, 12), ' ');
         o += head + c->summary + "\n";
     }
-    return o;
+    return o + prog +
+           " COMMAND --help lists the command's options; exit codes: 0 ok, 1 runtime failure, 2 "
+           "bad usage, config or input" +
+           more_exit_codes + "\n";
 }
+
+// What a program's command line asks: a command to run with its options (`cmd` set), or nothing
+// more (`cmd` null: the help, the version or a usage error was printed; exit with `exit_code`).
+struct Invocation {
+    const Command* cmd = nullptr;
+    Parsed args;
+    int exit_code = kExitUsage;
+};
+
+// The front both binaries share: `PROG --help | --version`, `PROG COMMAND [options]` parsed
+// against that command's options, its --help (`command_help`, by default help_text()) and
+// --version answered, a bad word reported.
+struct Program {
+    const char* name;
+    std::vector<const Command*> commands;
+    const char* more_exit_codes = "";
+    void (*version)() = nullptr;
+    void (*command_help)(const Command&) = nullptr;
+
+    Invocation invoke(int argc, char** argv) const {
+        Invocation r;
+        if (argc < 2) {
+            std::fputs(program_help(name, commands, more_exit_codes).c_str(), stderr);
+            return r;
+        }
+        const std::string word = argv[1];
+        if (word == "-h" || word == "--help" || word == "help") {
+            std::fputs(program_help(name, commands, more_exit_codes).c_str(), stdout);
+            r.exit_code = kExitOk;
+            return r;
+        }
+        if (word == "--version" || word == "-V" || word == "version") {
+            version();
+            r.exit_code = kExitOk;
+            return r;
+        }
+        const Command* c = nullptr;
+        for (const Command* x : commands)
+            if (word == x->name) c = x;
+        if (c == nullptr) {
+            std::fprintf(stderr, "%s: unknown command %s\n", name, word.c_str());
+            std::fputs(program_help(name, commands, more_exit_codes).c_str(), stderr);
+            return r;
+        }
+        r.args = parse(*c, argc, argv, 2);
+        if (!r.args.error.empty()) return usage_error(*c, r.args.error);
+        if (r.args.version || r.args.help) {
+            if (r.args.version)
+                version();
+            else if (command_help != nullptr)
+                command_help(*c);
+            else
+                std::fputs(help_text(name, *c).c_str(), stdout);
+            r.exit_code = kExitOk;
+            return r;
+        }
+        r.cmd = c;
+        return r;
+    }
+
+    // Reports `why` for command `c` as bad usage.
+    Invocation usage_error(const Command& c, const std::string& why) const {
+        std::fprintf(stderr, "%s %s: %s (%s %s --help lists the options)\n", name, c.name,
+                     why.c_str(), name, c.name);
+        return Invocation{};
+    }
+};
 
 }  // namespace dscpgw::cli

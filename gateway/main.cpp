@@ -39,16 +39,6 @@ const Command kCtl{"ctl",
                     {"--config", "FILE", "take the socket from this configuration's [control]"}},
                    "COMMAND [ARGS] [--json]"};
 
-void usage(std::FILE* f) {
-    std::fprintf(f,
-                 "usage: dscpgw COMMAND [options]\n"
-                 "       dscpgw --version | --help\n"
-                 "commands:\n%s"
-                 "dscpgw COMMAND --help lists the command's options; exit codes: 0 ok, 1 runtime "
-                 "failure, 2 bad usage, config or input\n",
-                 dscpgw::cli::command_list({&kCheck, &kReplay, &kRun, &kCtl}).c_str());
-}
-
 void ctl_usage(std::FILE* f) {
     std::fprintf(f,
                  "%s"
@@ -63,27 +53,15 @@ void version() {
     std::printf("dscpgw %s (%s)\n", DSCPGW_VERSION, rte_version());  // "DPDK 22.11.x".
 }
 
-// Parses argv[2..] for `c`; returns -1 to go on, or the exit code (help printed, or an error).
-int parse_or_exit(const Command& c, int argc, char** argv, dscpgw::cli::Parsed& p) {
-    p = dscpgw::cli::parse(c, argc, argv, 2);
-    if (p.version && p.error.empty()) {
-        version();
-        return dscpgw::cli::kExitOk;
-    }
-    if (p.help && p.error.empty()) {
-        if (&c == &kCtl)
-            ctl_usage(stdout);
-        else
-            std::fputs(dscpgw::cli::help_text("dscpgw", c).c_str(), stdout);
-        return dscpgw::cli::kExitOk;
-    }
-    if (!p.error.empty()) {
-        std::fprintf(stderr, "dscpgw %s: %s (dscpgw %s --help lists the options)\n", c.name,
-                     p.error.c_str(), c.name);
-        return dscpgw::cli::kExitUsage;
-    }
-    return -1;
+void command_help(const Command& c) {
+    if (&c == &kCtl)
+        ctl_usage(stdout);
+    else
+        std::fputs(dscpgw::cli::help_text("dscpgw", c).c_str(), stdout);
 }
+
+const dscpgw::cli::Program kProgram{
+    "dscpgw", {&kCheck, &kReplay, &kRun, &kCtl}, "", version, command_help};
 
 }  // namespace
 
@@ -175,38 +153,14 @@ int cmd_ctl(const cli::Parsed& p) {
 
 int main(int argc, char** argv) {
     using namespace dscpgw;
-    if (argc < 2) {
-        usage(stderr);
-        return cli::kExitUsage;
-    }
-    const std::string cmd = argv[1];
-    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-        usage(stdout);
-        return cli::kExitOk;
-    }
-    if (cmd == "--version" || cmd == "-V" || cmd == "version") {
-        version();
-        return cli::kExitOk;
-    }
-    const Command* c = cmd == "check"    ? &kCheck
-                       : cmd == "replay" ? &kReplay
-                       : cmd == "run"    ? &kRun
-                       : cmd == "ctl"    ? &kCtl
-                                         : nullptr;
-    if (c == nullptr) {
-        std::fprintf(stderr, "dscpgw: unknown command %s\n", cmd.c_str());
-        usage(stderr);
-        return cli::kExitUsage;
-    }
-    cli::Parsed p;
-    if (const int rc = parse_or_exit(*c, argc, argv, p); rc >= 0) return rc;
+    const cli::Invocation inv = kProgram.invoke(argc, argv);
+    if (inv.cmd == nullptr) return inv.exit_code;
+    const cli::Command* c = inv.cmd;
+    const cli::Parsed& p = inv.args;
     if (c == &kCtl) return cmd_ctl(p);
     ReplayOptions o;
     o.config = p.get("--config");
-    if (o.config.empty()) {
-        std::fprintf(stderr, "dscpgw %s: --config FILE is required\n", cmd.c_str());
-        return cli::kExitUsage;
-    }
+    if (o.config.empty()) return kProgram.usage_error(*c, "--config FILE is required").exit_code;
     if (c == &kCheck) return cmd_check(o.config);
     if (c == &kRun) return cmd_run(o.config);
     o.in = p.get("--in");
@@ -217,15 +171,11 @@ int main(int argc, char** argv) {
         const std::string v = p.get("--workers");
         char* end = nullptr;
         const unsigned long w = std::strtoul(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || w < 1 || w > 64) {
-            std::fprintf(stderr, "dscpgw replay: --workers %s: expected 1..64\n", v.c_str());
-            return cli::kExitUsage;
-        }
+        if (v.empty() || *end != '\0' || w < 1 || w > 64)
+            return kProgram.usage_error(*c, "--workers " + v + ": expected 1..64").exit_code;
         o.workers = static_cast<unsigned>(w);
     }
-    if (o.in.empty() || o.out.empty()) {
-        std::fprintf(stderr, "dscpgw replay: --in and --out are required\n");
-        return cli::kExitUsage;
-    }
+    if (o.in.empty() || o.out.empty())
+        return kProgram.usage_error(*c, "--in and --out are required").exit_code;
     return cmd_replay(o);
 }

@@ -87,23 +87,15 @@ const Command kStatus{"status",
 const Command kCheck{"check",
                      "validate a configuration's classes as the classifier would take them",
                      {{"--config", "FILE", "the configuration (TOML)"}}};
-const Command* const kCommands[] = {&kAttach, &kDetach, &kStatus, &kCheck};
-
-void usage(std::FILE* f) {
-    std::fprintf(f,
-                 "usage: dscpgw-hostmark COMMAND [options]\n"
-                 "       dscpgw-hostmark --version | --help\n"
-                 "commands:\n%s"
-                 "dscpgw-hostmark COMMAND --help lists the command's options; exit codes: 0 ok, "
-                 "1 runtime failure, 2 bad usage, config or input, 3 status: attached to no "
-                 "device\n",
-                 dscpgw::cli::command_list({&kAttach, &kDetach, &kStatus, &kCheck}).c_str());
-}
-
 void version() {
     std::printf("dscpgw-hostmark %s (libbpf %u.%u)\n", DSCPGW_VERSION, libbpf_major_version(),
                 libbpf_minor_version());
 }
+
+const dscpgw::cli::Program kProgram{"dscpgw-hostmark",
+                                    {&kAttach, &kDetach, &kStatus, &kCheck},
+                                    ", 3 status: attached to no device",
+                                    version};
 
 // An fd closed on scope exit.
 class Fd {
@@ -419,63 +411,31 @@ struct Args {
     bool prometheus = false;
 };
 
-// The arguments, or the exit code when there is nothing to run (help or version printed, or bad
-// usage reported).
+// The arguments of the command to run, or nothing (help or version printed, or bad usage
+// reported: exit with kExitUsage or 0 as `exit_code` says).
 struct ParseResult {
     std::optional<Args> args;
     int exit_code = kExitUsage;
 };
 
 ParseResult parse_args(int argc, char** argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return {};
-    }
-    const std::string cmd = argv[1];
-    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-        usage(stdout);
-        return {std::nullopt, 0};
-    }
-    if (cmd == "--version" || cmd == "-V" || cmd == "version") {
-        version();
-        return {std::nullopt, 0};
-    }
-    const Command* c = nullptr;
-    for (const Command* x : kCommands)
-        if (cmd == x->name) c = x;
-    if (c == nullptr) {
-        std::fprintf(stderr, "dscpgw-hostmark: unknown command %s\n", cmd.c_str());
-        usage(stderr);
-        return {};
-    }
-    const dscpgw::cli::Parsed p = dscpgw::cli::parse(*c, argc, argv, 2);
-    if (p.error.empty() && p.version) {
-        version();
-        return {std::nullopt, 0};
-    }
-    if (p.error.empty() && p.help) {
-        std::fputs(dscpgw::cli::help_text("dscpgw-hostmark", *c).c_str(), stdout);
-        return {std::nullopt, 0};
-    }
+    const dscpgw::cli::Invocation inv = kProgram.invoke(argc, argv);
+    if (inv.cmd == nullptr) return {std::nullopt, inv.exit_code};
+    const dscpgw::cli::Command* c = inv.cmd;
+    const dscpgw::cli::Parsed& p = inv.args;
     Args a;
-    a.cmd = cmd;
+    a.cmd = c->name;
     a.dev = p.get("--dev");
     a.config = p.get("--config");
     a.textfile = p.get("--textfile");
     a.prometheus = p.has("--prometheus");
-    std::string why = p.error;
-    if (why.empty() && (c == &kAttach || c == &kDetach) && a.dev.empty())
-        why = "--dev IFACE is required";
+    std::string why;
+    if ((c == &kAttach || c == &kDetach) && a.dev.empty()) why = "--dev IFACE is required";
     if (why.empty() && (c == &kAttach || c == &kCheck) && a.config.empty())
         why = "--config FILE is required";
     if (why.empty() && a.prometheus && !a.textfile.empty())
         why = "--prometheus and --textfile exclude each other";
-    if (!why.empty()) {
-        std::fprintf(stderr,
-                     "dscpgw-hostmark %s: %s (dscpgw-hostmark %s --help lists the options)\n",
-                     c->name, why.c_str(), c->name);
-        return {};
-    }
+    if (!why.empty()) return {std::nullopt, kProgram.usage_error(*c, why).exit_code};
     return {a, 0};
 }
 
