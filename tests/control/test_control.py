@@ -588,12 +588,13 @@ def pcap_suite():
 # Under ThreadSanitizer the first reloads of a process take seconds (their fresh tables, the LPM's
 # 64 MB among them, first touched on 4 KB pages), so scripts/test.sh gives that run a longer load.
 N_LOAD = int(os.environ.get("DSCPGW_LOAD_PACKETS", 40000))
-# The share of the load the gateway must receive. 1 (the release run): all of it. Under
-# ThreadSanitizer on a 2-CPU machine the slowed worker can fall behind the kernel's af_packet ring
-# during a slow reload (310 of 24000 once), which is not the gateway's packet path losing them:
-# that run (scripts/test.sh) takes 0.95 and still requires every received packet out exactly
-# once, no drop, and both configs' marks.
-RX_SHARE = float(os.environ.get("DSCPGW_LOAD_RX_SHARE", 1))
+# The share of the load the gateway must receive. Its own path must lose nothing (no drop counted,
+# every packet it received out exactly once, checked below); what it never receives is the
+# kernel's af_packet ring overflowing while the worker is descheduled, which a 2-CPU machine
+# shared with the sender, the capture and a reload's first-touch of its tables (2 s in release,
+# up to 12 s under ThreadSanitizer here) does: 28 of 40000 once in release, 310 of 24000 under
+# TSan. The release run allows 0.5 % of that, the TSan run (scripts/test.sh) 5 %.
+RX_SHARE = float(os.environ.get("DSCPGW_LOAD_RX_SHARE", 0.995))
 # Reloads that must land during the load, good and refused: the release run's 10 and 3; the TSan
 # run (whose reloads took 0.03-12 s, varying by run) asks for 3 and 1.
 MIN_OK = int(os.environ.get("DSCPGW_LOAD_MIN_OK", 10))
