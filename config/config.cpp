@@ -1391,11 +1391,23 @@ Config build(const toml::table& root, const std::string& source_name) {
     c.only_keys(root, "", kTopLevelKeys);
     if (const toml::node* gw = root.get("gateway")) {
         if (const toml::table* t = table_at(c, *gw, "gateway")) {
-            c.only_keys(*t, "gateway", {"workers", "icmp_rate"});
+            c.only_keys(*t, "gateway", {"workers", "icmp_rate", "log_level"});
             cfg.workers = static_cast<unsigned>(
                 c.integer(*t, "gateway", "workers", 1, 128, false).value_or(0));
             cfg.icmp_rate = static_cast<uint32_t>(
                 c.integer(*t, "gateway", "icmp_rate", 0, 1000000, false).value_or(100));
+            if (auto l = c.str(*t, "gateway", "log_level", false)) {
+                static constexpr const char* kLevels[] = {"emergency", "alert",   "critical",
+                                                          "error",     "warning", "notice",
+                                                          "info",      "debug"};
+                if (std::find(std::begin(kLevels), std::end(kLevels), *l) == std::end(kLevels))
+                    c.error(t->get("log_level")->source(), "gateway.log_level",
+                            "\"" + *l +
+                                "\": expected emergency, alert, critical, error, warning, "
+                                "notice, info or debug");
+                else
+                    cfg.log_level = *l;
+            }
         }
     }
     if (const toml::node* eal = root.get("eal")) {

@@ -25,9 +25,10 @@ inline constexpr const char* kDefaultControlSocket = "/run/dscpgw/dscpgw.sock";
 struct Config {
     std::string path;
     std::vector<std::string> eal_args;
-    unsigned workers = 0;        // [gateway] workers; 0: every lcore but the main one.
-    uint32_t icmp_rate = 100;    // [gateway] icmp_rate: ICMP errors per second per worker.
-    std::string metrics_listen;  // [metrics] listen: the Prometheus endpoint; empty: none.
+    unsigned workers = 0;            // [gateway] workers; 0: every lcore but the main one.
+    uint32_t icmp_rate = 100;        // [gateway] icmp_rate: ICMP errors per second per worker.
+    std::string log_level = "info";  // [gateway] log_level: of every dscpgw.* log type.
+    std::string metrics_listen;      // [metrics] listen: the Prometheus endpoint; empty: none.
     uint32_t flow_entries = kDefaultFlowEntries;  // [metrics] flows: RoCE flow slots per worker.
     std::string control_socket = kDefaultControlSocket;  // [control] socket.
     std::vector<PortConf> ports;

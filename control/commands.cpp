@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 namespace dscpgw {
@@ -14,10 +15,13 @@ std::string ctl_synopsis() {
 }
 
 std::string ctl_help(const char* indent) {
+    size_t width = 0;
+    for (const CtlCommandInfo& c : kCtlCommands)
+        width = std::max(width, std::string_view(c.name).size() + std::string_view(c.args).size());
     std::string o;
     for (const CtlCommandInfo& c : kCtlCommands) {
         std::string head = std::string(c.name) + std::string(c.args);
-        head.resize(std::max<size_t>(head.size() + 1, 20), ' ');
+        head.resize(width + 2, ' ');
         o += indent + head + std::string(c.help) + "\n";
     }
     return o;
@@ -44,6 +48,23 @@ bool parse_ctl_request(const std::string& line, CtlRequest& req, std::string& er
     if (req.cmd == CtlCommand::reload && words.size() != 1) {
         err = "reload takes no arguments\n";
         return false;
+    }
+    if (req.cmd == CtlCommand::log_level) {
+        std::vector<std::string> rest;
+        for (size_t i = 1; i < words.size(); ++i) {
+            if (words[i] == "--all")
+                req.all = true;
+            else
+                rest.push_back(words[i]);
+        }
+        if (rest.size() == 2 && !req.all && rest[0][0] != '-' && rest[1][0] != '-') {
+            req.log_type = rest[0];
+            req.log_level = rest[1];
+        } else if (!rest.empty()) {
+            err = "log-level takes TYPE LEVEL (to set) or nothing (to list)\n";
+            return false;
+        }
+        return true;
     }
     for (size_t i = 1; i < words.size(); ++i) {
         if (words[i] == "--json") {

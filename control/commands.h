@@ -8,20 +8,26 @@
 
 namespace dscpgw {
 
-// X(name, arguments, what it shows or does)
-#define DSCPGW_CTL_COMMANDS(X)                                                                     \
-    X(status, "", "the gateway: version, configuration generation, last reload, ports")            \
-    X(stats, "", "counters: ports, classes, tunnels, drops, local traffic, workers")               \
-    X(tunnels, "", "tunnels: type, VNI, endpoints, ports, next hop")                               \
-    X(classes, "", "classes: the DSCP each sets, packets and bytes")                               \
-    X(policers, "", "policers: mode, rates, bursts, colour actions, packets and bytes by colour")  \
-    X(queues, "", "egress queues and shapers: rates, limits, ECN, depth, sent, marks, drops")      \
-    X(neighbors, "", "next hops and LAN hosts resolved by ARP/ND")                                 \
-    X(flows, " [--top N]", "the heaviest and the most congested RoCE conversations (N: 1..10000)") \
-    X(reload, "", "re-read the configuration file and apply it without a restart, or refuse it")
+// X(identifier, name, arguments, what it shows or does)
+#define DSCPGW_CTL_COMMANDS(X)                                                                    \
+    X(status, "status", "", "the gateway: version, configuration generation, last reload, ports") \
+    X(stats, "stats", "", "counters: ports, classes, tunnels, drops, local traffic, workers")     \
+    X(tunnels, "tunnels", "", "tunnels: type, VNI, endpoints, ports, next hop")                   \
+    X(classes, "classes", "", "classes: the DSCP each sets, packets and bytes")                   \
+    X(policers, "policers", "",                                                                   \
+      "policers: mode, rates, bursts, colour actions, packets and bytes by colour")               \
+    X(queues, "queues", "",                                                                       \
+      "egress queues and shapers: rates, limits, ECN, depth, sent, marks, drops")                 \
+    X(neighbors, "neighbors", "", "next hops and LAN hosts resolved by ARP/ND")                   \
+    X(flows, "flows", " [--top N]",                                                               \
+      "the heaviest and the most congested RoCE conversations (N: 1..10000)")                     \
+    X(reload, "reload", "",                                                                       \
+      "re-read the configuration file and apply it without a restart, or refuse it")              \
+    X(log_level, "log-level", " [TYPE LEVEL]",                                                    \
+      "log levels (--all: DPDK's too), or set TYPE (a name or glob) to LEVEL (error..debug)")
 
 enum class CtlCommand : uint8_t {
-#define DSCPGW_X(name, args, help) name,
+#define DSCPGW_X(id, name, args, help) id,
     DSCPGW_CTL_COMMANDS(DSCPGW_X)
 #undef DSCPGW_X
         count_
@@ -31,15 +37,17 @@ struct CtlCommandInfo {
     std::string_view name, args, help;
 };
 inline constexpr CtlCommandInfo kCtlCommands[] = {
-#define DSCPGW_X(name, args, help) {#name, args, help},
+#define DSCPGW_X(id, name, args, help) {name, args, help},
     DSCPGW_CTL_COMMANDS(DSCPGW_X)
 #undef DSCPGW_X
 };
 
 struct CtlRequest {
     CtlCommand cmd = CtlCommand::status;
-    bool json = false;  // Views only: JSON instead of a table.
-    size_t top = 20;    // flows: how many of each.
+    bool json = false;                // Views only: JSON instead of a table.
+    size_t top = 20;                  // flows: how many of each.
+    bool all = false;                 // log-level: every DPDK log type, not only the gateway's.
+    std::string log_type, log_level;  // log-level TYPE LEVEL; empty: list the levels.
 };
 
 // Parses one request line ("flows --top 5 --json"); false with `err` (a line for the operator)

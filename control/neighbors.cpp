@@ -1,10 +1,12 @@
 #include "control/neighbors.h"
 
 #include <rte_cycles.h>
+#include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
 #include "config/config.h"
+#include "control/log.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 
@@ -43,6 +45,9 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
             if (!n.configured) {
                 // Nobody answers for this LAN address: forget it (a packet for it asks again).
                 if (secs(now - n.failed_tsc) >= kNeighborFailedHold) {
+                    log_msg(Log::neighbor, RTE_LOG_DEBUG, "%s on %s: unanswered, removed",
+                            format_ip(n.family, n.addr.data()).c_str(),
+                            s.ports[n.port].name.c_str());
                     table.remove(i, now);
                     ++ctl.removed;
                 }
@@ -58,6 +63,11 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
                     n.mac.store(0, std::memory_order_relaxed);
                     ++ctl.expired;
                 }
+                log_msg(Log::neighbor, n.configured ? RTE_LOG_WARNING : RTE_LOG_DEBUG,
+                        "%s on %s: no answer to %u probes, %s",
+                        format_ip(n.family, n.addr.data()).c_str(), s.ports[n.port].name.c_str(),
+                        static_cast<unsigned>(n.probes),
+                        (mac & kNeighborValid) != 0 ? "its MAC expired" : "unresolved");
                 n.failed = true;
                 n.failed_tsc = now;
                 continue;
@@ -95,6 +105,10 @@ void maintain_neighbors(NeighborTable& table, const Snapshot& s, NeighborControl
         n.last_probe_tsc = now;
         if (!n.failed) ++n.probes;
         ++ctl.probes_sent;
+        log_msg(Log::neighbor, RTE_LOG_DEBUG, "%s on %s: %s sent (probe %u)",
+                format_ip(n.family, n.addr.data()).c_str(), port.name.c_str(),
+                n.family == 4 ? "ARP request" : "neighbor solicitation",
+                static_cast<unsigned>(n.probes));
     }
 }
 

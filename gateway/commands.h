@@ -12,6 +12,7 @@ struct ReplayOptions {
 
 int cmd_check(const std::string& config);
 int cmd_replay(const ReplayOptions& o);
-int cmd_run(const std::string& config);
+// `log_level`: an EAL --log-level value ("dscpgw.neighbor:debug"); empty: none.
+int cmd_run(const std::string& config, const std::string& log_level);
 
 }  // namespace dscpgw

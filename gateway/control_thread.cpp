@@ -5,6 +5,7 @@
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_log.h>
 #include <rte_malloc.h>
 #include <rte_mempool.h>
 #include <rte_rcu_qsbr.h>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "control/log.h"
 #include "control/metrics.h"
 #include "control/render.h"
 #include "control/telemetry.h"
@@ -61,9 +63,8 @@ class Collector : public prometheus::Collectable {
     std::function<std::vector<prometheus::MetricFamily>()> f_;
 };
 
-void log_line(const std::string& s) {
-    std::printf("dscpgw: %s\n", s.c_str());
-    std::fflush(stdout);
+void log_line(Log t, const std::string& s, uint32_t level = RTE_LOG_INFO) {
+    log_msg(t, level, "%s", s.c_str());
 }
 
 }  // namespace
@@ -96,7 +97,7 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
                                      "\": cannot listen there: " + e.what());
         }
         exposer_->RegisterCollectable(collectable_, "/metrics");
-        log_line("metrics: http://" + setup_.cfg.metrics_listen + "/metrics");
+        log_line(Log::control, "metrics: http://" + setup_.cfg.metrics_listen + "/metrics");
     }
     // Last of what can fail: a throw above leaves nothing behind (members clean up themselves).
     const size_t sz = rte_rcu_qsbr_get_memsize(static_cast<uint32_t>(workers));
@@ -117,7 +118,7 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
             rte_telemetry_register_cmd(std::string(c.path).c_str(), telemetry,
                                        std::string(c.help).c_str());
     }
-    log_line("control socket " + server_->path());
+    log_line(Log::control, "control socket " + server_->path());
 }
 
 ControlPlane::~ControlPlane() {
@@ -203,7 +204,10 @@ bool ControlPlane::reload(std::string& msg, const std::string& origin) {
         std::lock_guard<std::mutex> g(mu_);
         ok = reload_locked(msg);
     }
-    log_line(origin + (ok ? msg.substr(0, msg.size() - 1) : msg));
+    // A refused reload's message ends with the problems; an accepted one's with its warnings.
+    log_line(Log::reload,
+             origin + (msg.empty() || msg.back() != '\n' ? msg : msg.substr(0, msg.size() - 1)),
+             ok ? RTE_LOG_INFO : RTE_LOG_WARNING);
     return ok;
 }
 
@@ -267,6 +271,12 @@ bool ControlPlane::reload_locked(std::string& msg) {
     migrate_backlogs(*setup_.snap, *snap);
     totals_.fold(*setup_.snap, stats_ptrs_);
     std::swap(setup_.snap, snap);
+    if (next.log_level != setup_.cfg.log_level) {
+        rte_log_set_level_pattern("dscpgw.*", log_level_parse(next.log_level));
+        log_line(Log::control,
+                 "[gateway] log_level " + setup_.cfg.log_level + " -> " + next.log_level,
+                 RTE_LOG_NOTICE);
+    }
     setup_.cfg = std::move(next);
     snap.reset();  // The retired snapshot: its tables are freed here, off the fast path.
     took();
@@ -308,8 +318,9 @@ bool ControlPlane::apply_mtus(const Config& next, std::string& err) {
         return false;
     }
     for (size_t i : changed)
-        log_line("port " + next.ports[i].name + ": mtu " + std::to_string(setup_.cfg.ports[i].mtu) +
-                 " -> " + std::to_string(next.ports[i].mtu));
+        log_line(Log::port, "port " + next.ports[i].name + ": mtu " +
+                                std::to_string(setup_.cfg.ports[i].mtu) + " -> " +
+                                std::to_string(next.ports[i].mtu));
     return true;
 }
 
@@ -319,6 +330,18 @@ std::string ControlPlane::handle(const std::string& request, bool& ok) {
     if (!parse_ctl_request(request, req, err)) {
         ok = false;
         return err;
+    }
+    if (req.cmd == CtlCommand::log_level) {
+        if (req.log_type.empty()) {
+            ok = true;
+            return log_levels(req.all);
+        }
+        std::string msg;
+        ok = log_set_level(req.log_type, req.log_level, msg);
+        if (ok)
+            log_line(Log::control, "ctl log-level: " + msg.substr(0, msg.size() - 1),
+                     RTE_LOG_NOTICE);
+        return msg;
     }
     if (req.cmd == CtlCommand::reload) {
         std::string msg;
@@ -372,7 +395,7 @@ void ControlPlane::periodic() {
                               mtu < seen ? "tunnel %s: path MTU %u (was %u): ICMP from the underlay"
                                          : "tunnel %s: path MTU back to %u (was %u)",
                               t.name.c_str(), mtu, seen);
-                log_line(buf);
+                log_line(Log::tunnel, buf, RTE_LOG_NOTICE);
                 seen = mtu;
             }
         }
@@ -389,7 +412,7 @@ void ControlPlane::periodic() {
                               pc.name.c_str(), link.link_speed, link.link_duplex ? "full" : "half");
             else
                 std::snprintf(buf, sizeof buf, "port %s: link down", pc.name.c_str());
-            log_line(buf);
+            log_line(Log::port, buf, up ? RTE_LOG_INFO : RTE_LOG_WARNING);
         }
     }
 }

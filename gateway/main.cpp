@@ -32,7 +32,9 @@ const Command kReplay{
 const Command kRun{"run",
                    "run the gateway: DPDK ports, workers and the control thread, until SIGINT or "
                    "SIGTERM",
-                   {{"--config", "FILE", "the configuration (TOML)"}}};
+                   {{"--config", "FILE", "the configuration (TOML)"},
+                    {"--log-level", "TYPE:LEVEL",
+                     "a log type's level from the start (dscpgw.neighbor:debug; as the EAL's)"}}};
 const Command kCtl{"ctl",
                    "send one command to a running gateway's control socket",
                    {{"--socket", "PATH", "the control socket"},
@@ -144,9 +146,12 @@ int cmd_ctl(const cli::Parsed& p) {
     }
     std::fprintf(stderr, "dscpgw ctl: %s%s", body.c_str(),
                  !body.empty() && body.back() == '\n' ? "" : "\n");
-    return req.cmd == CtlCommand::reload && body.rfind("reload refused", 0) == 0
-               ? cli::kExitUsage
-               : cli::kExitFailure;
+    // Refused for what was asked (a config, a log type or level): a usage error.
+    const bool refused =
+        (req.cmd == CtlCommand::reload && body.rfind("reload refused", 0) == 0) ||
+        (req.cmd == CtlCommand::log_level &&
+         (body.rfind("unknown log level", 0) == 0 || body.rfind("no log type matches", 0) == 0));
+    return refused ? cli::kExitUsage : cli::kExitFailure;
 }
 
 }  // namespace dscpgw
@@ -162,7 +167,7 @@ int main(int argc, char** argv) {
     o.config = p.get("--config");
     if (o.config.empty()) return kProgram.usage_error(*c, "--config FILE is required").exit_code;
     if (c == &kCheck) return cmd_check(o.config);
-    if (c == &kRun) return cmd_run(o.config);
+    if (c == &kRun) return cmd_run(o.config, p.get("--log-level"));
     o.in = p.get("--in");
     o.out = p.get("--out");
     o.port = p.get("--port");

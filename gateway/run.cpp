@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "config/config.h"
+#include "control/log.h"
 #include "control/neighbors.h"
 #include "control/report.h"
 #include "dataplane/burst.h"
@@ -124,9 +125,9 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
         }
     rc = rte_eth_dev_set_mtu(pid, static_cast<uint16_t>(pc.mtu));
     if (rc != 0 && rc != -ENOTSUP)
-        std::fprintf(stderr,
-                     "dscpgw: port %s: cannot set MTU %u (%s); continuing with the device's\n",
-                     pc.name.c_str(), pc.mtu, rte_strerror(-rc));
+        log_msg(Log::port, RTE_LOG_WARNING,
+                "port %s: cannot set MTU %u (%s); continuing with the device's", pc.name.c_str(),
+                pc.mtu, rte_strerror(-rc));
     pc.tx_udp_cksum_offload = (conf.txmode.offloads & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
     if ((rc = rte_eth_dev_start(pid)) != 0) {
         err = "start failed: " + std::string(rte_strerror(-rc));
@@ -142,9 +143,9 @@ bool setup_port(uint16_t pid, PortConf& pc, PortPlan& plan, rte_mempool* pool, s
         rte_ether_addr a{};
         std::copy(pc.mac.begin(), pc.mac.end(), a.addr_bytes);
         if (rte_eth_dev_default_mac_addr_set(pid, &a) != 0) {
-            std::printf(
-                "dscpgw: port %s: the device keeps its own MAC; promiscuous mode receives %s\n",
-                pc.name.c_str(), format_mac(pc.mac).c_str());
+            log_msg(Log::port, RTE_LOG_NOTICE,
+                    "port %s: the device keeps its own MAC; promiscuous mode receives %s",
+                    pc.name.c_str(), format_mac(pc.mac).c_str());
             promisc = true;
         }
     }
@@ -170,16 +171,14 @@ void place_control_thread(std::thread& t) {
     }
     if (CPU_COUNT(&free_cpus) != 0 &&
         pthread_setaffinity_np(t.native_handle(), sizeof free_cpus, &free_cpus) == 0) {
-        std::printf(
-            "dscpgw: one lcore: the control thread runs on the %d CPU(s) the EAL does not "
-            "use\n",
-            CPU_COUNT(&free_cpus));
+        log_msg(Log::gateway, RTE_LOG_INFO,
+                "one lcore: the control thread runs on the %d CPU(s) the EAL does not use",
+                CPU_COUNT(&free_cpus));
     } else {
-        std::printf(
-            "dscpgw: one lcore and no CPU left for the control thread: it shares the "
-            "worker's core (give the EAL a second lcore, such as -l 0,1)\n");
+        log_msg(Log::gateway, RTE_LOG_WARNING,
+                "one lcore and no CPU left for the control thread: it shares the worker's core "
+                "(give the EAL a second lcore, such as -l 0,1)");
     }
-    std::fflush(stdout);
 }
 
 // What `run` holds between its steps: the devices, their pools and the neighbor table.
@@ -203,8 +202,9 @@ struct Ports {
 };
 
 // Step 1: the EAL, with every configured device (PCI addresses allowed, the rest as vdevs).
-bool start_eal(const Config& cfg) {
+bool start_eal(const Config& cfg, const std::string& log_level) {
     std::vector<std::string> args = cfg.eal_args;
+    if (!log_level.empty()) args.push_back("--log-level=" + log_level);
     bool any_pci = false;
     for (const auto& p : cfg.ports) {
         if (is_pci_address(p.device)) {
@@ -270,11 +270,10 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
         if (shaped && workers > 1 && ports.plans[i].max_txq > workers)
             ports.plans[i].txq = static_cast<uint16_t>(workers + 1);
         else if (shaped && workers > 1)
-            std::fprintf(stderr,
-                         "dscpgw run: port %s: the device has no TX queue for the egress "
-                         "scheduler; shaped packets leave by the sending worker's queue and may "
-                         "be reordered\n",
-                         pc.name.c_str());
+            log_msg(Log::port, RTE_LOG_WARNING,
+                    "port %s: the device has no TX queue for the egress scheduler; shaped "
+                    "packets leave by the sending worker's queue and may be reordered",
+                    pc.name.c_str());
         max_mtu = std::max(max_mtu, pc.mtu);
         const int sock = rte_eth_dev_socket_id(ports.eth_port[i]);
         ports.socket[i] = sock < 0 ? static_cast<int>(rte_socket_id()) : sock;
@@ -322,10 +321,11 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
         std::array<uint8_t, 6> m{};
         std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
         ports.macs.push_back(m);
-        std::printf("dscpgw: port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u%s\n",
-                    pc.name.c_str(), pc.device.c_str(), ports.plans[i].rxq, ports.plans[i].txq,
-                    ports.plans[i].rxd, ports.plans[i].txd, pc.mtu,
-                    pc.tx_udp_cksum_offload ? ", UDP checksum offload" : "");
+        log_msg(Log::port, RTE_LOG_INFO,
+                "port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u%s",
+                pc.name.c_str(), pc.device.c_str(), ports.plans[i].rxq, ports.plans[i].txq,
+                ports.plans[i].rxd, ports.plans[i].txd, pc.mtu,
+                pc.tx_udp_cksum_offload ? ", UDP checksum offload" : "");
     }
     return true;
 }
@@ -384,7 +384,7 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
 
 }  // namespace
 
-int cmd_run(const std::string& config) {
+int cmd_run(const std::string& config, const std::string& log_level) {
     Config cfg;
     try {
         cfg = load_config(config);
@@ -392,8 +392,11 @@ int cmd_run(const std::string& config) {
         std::fprintf(stderr, "dscpgw: invalid config:\n%s\n", e.what());
         return 2;
     }
-    for (const std::string& w : cfg.warnings) std::fprintf(stderr, "dscpgw: %s\n", w.c_str());
-    if (!start_eal(cfg)) return 1;
+    // The types exist before the EAL parses its --log-level options, which then override
+    // [gateway] log_level for the types they name.
+    log_init(log_level_parse(cfg.log_level));
+    for (const std::string& w : cfg.warnings) log_msg(Log::config, RTE_LOG_NOTICE, "%s", w.c_str());
+    if (!start_eal(cfg, log_level)) return 1;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGHUP, on_hup);
@@ -452,17 +455,17 @@ int cmd_run(const std::string& config) {
         return 1;
     }
 
-    std::printf("dscpgw: running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)",
-                cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size(), workers);
+    std::string on;
     for (unsigned w = 0; w < workers; ++w)
-        std::printf(" %u", lcores.empty() ? rte_get_main_lcore() : lcores[w]);
-    std::printf("\n");
-    std::fflush(stdout);
+        on += " " + std::to_string(lcores.empty() ? rte_get_main_lcore() : lcores[w]);
+    log_msg(Log::gateway, RTE_LOG_INFO,
+            "running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)%s",
+            cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size(), workers, on.c_str());
     const double elapsed = forward(*cp, ports, lcores, workers, inject);
 
     // Step 5: the summary, from the same report ctl and Prometheus render, read before the
     // devices close.
-    std::printf("dscpgw: stopping\n");
+    log_msg(Log::gateway, RTE_LOG_INFO, "stopping");
     print_run_summary(stdout, cp->report(), elapsed);
     for (const uint16_t pid : ports.eth_port) {
         rte_eth_dev_stop(pid);

@@ -81,7 +81,7 @@ def http_get(url, timeout=5):
 class Gateway:
     """`dscpgw run` with its own control socket, metrics port and EAL file prefix."""
 
-    def __init__(self, tag, text):
+    def __init__(self, tag, text, args=()):
         self.tag = tag
         self.sock = os.path.join(TMP, f"{tag}.sock")
         self.port = free_port()
@@ -89,7 +89,7 @@ class Gateway:
         self.base = text
         self.write(text)
         self.log = open(os.path.join(TMP, f"{tag}.log"), "w+")
-        self.p = subprocess.Popen([DSCPGW, "run", "--config", self.cfg], stdout=self.log,
+        self.p = subprocess.Popen([DSCPGW, "run", "--config", self.cfg, *args], stdout=self.log,
                                   stderr=subprocess.STDOUT)
         wait_for(lambda: self.p.poll() is not None or (os.path.exists(self.sock) and
                                                         ctl(self.sock, "status", check=False).returncode == 0),
@@ -212,7 +212,7 @@ def pcap_suite():
         'name = "roce-data"\nmatch = { udp_dst_port = 4791 }\ndscp = 26\npolicer = "roce-cap"\n')
     assert 'policer = "roce-cap"' in body, "example.toml's roce-data class moved"
     body += '\n[[policers]]\nname = "roce-cap"\ncir = "10Gbps"\npir = "10Gbps"\nyellow = 28\n'
-    gw = Gateway("pcap", body)
+    gw = Gateway("pcap", body, args=("--log-level=dscpgw.neighbor:debug",))
     try:
         wait_for(lambda: ctl_json(gw.sock, "stats")["ports"][0]["rx_packets"] == total, "the workload")
         time.sleep(1.2)  # One flow sample after the last packet.
@@ -318,6 +318,40 @@ def pcap_suite():
             eq(gw.p.poll(), None, "still running")
 
         R.check("ctl_errors_are_clear", errors)
+
+        def log_levels():
+            def levels(*extra):
+                return dict(ln.split() for ln in ctl(gw.sock, "log-level", *extra).stdout.splitlines())
+
+            lv = levels()
+            # run --log-level TYPE:LEVEL set one type; [gateway] log_level (info) the others.
+            eq(lv.get("dscpgw.neighbor"), "debug", "run --log-level=dscpgw.neighbor:debug")
+            for t in ("gateway", "config", "port", "reload", "tunnel", "control"):
+                eq(lv.get(f"dscpgw.{t}"), "info", f"dscpgw.{t}")
+            assert all(k.startswith("dscpgw.") for k in lv), lv
+            assert "lib.eal" in levels("--all"), "--all lists DPDK's types"
+            p = ctl(gw.sock, "log-level", "dscpgw.tunnel", "warning")
+            assert "dscpgw.tunnel: warning (1 type)" in p.stdout, p.stdout
+            eq(levels()["dscpgw.tunnel"], "warning", "set at run time")
+            ctl(gw.sock, "log-level", "dscpgw.*", "notice")
+            eq(set(levels().values()), {"notice"}, "a glob sets every dscpgw type")
+            for args, expect in ((("dscpgw.nothing", "debug"), 'no log type matches "dscpgw.nothing"'),
+                                 (("dscpgw.port", "loud"), 'unknown log level "loud"')):
+                p = ctl(gw.sock, "log-level", *args, check=False)
+                eq(p.returncode, 2, f"log-level {' '.join(args)}: exit code")
+                assert expect in p.stderr, p.stderr
+            p = ctl(gw.sock, "log-level", "dscpgw.port", check=False)
+            eq(p.returncode, 2, "TYPE without LEVEL")
+            assert "log-level takes TYPE LEVEL" in p.stderr, p.stderr
+            eq(set(levels().values()), {"notice"}, "refusals change nothing")
+            ctl(gw.sock, "log-level", "dscpgw.*", "info")
+            ctl(gw.sock, "log-level", "dscpgw.neighbor", "debug")
+            out = gw.output()
+            # Messages go to stderr, one line per event, named by type; the level change is logged.
+            assert re.search(r"^dscpgw\.gateway: running: .*worker", out, re.M), out[-3000:]
+            assert re.search(r"^dscpgw\.control: ctl log-level: dscpgw\.\*: notice", out, re.M), out[-3000:]
+
+        R.check("ctl_log_level_lists_and_sets", log_levels)
 
         def conflicts():
             # A second gateway on the same control socket or metrics port is refused at start,

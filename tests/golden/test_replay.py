@@ -1460,9 +1460,10 @@ def run_two_workers_share_nothing():
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=30)
     eq(p.returncode, 0, f"exit code: {err}")
-    assert "generation 4" in out, out
-    assert "2 worker(s) on lcore(s) 1 2" in out, out
-    assert "2 RX / 2 TX queues" in out, out
+    # The log (stderr): the reloads, the workers and the ports' queues.
+    assert "generation 4" in err, err
+    assert "dscpgw.gateway: running: " in err and "2 worker(s) on lcore(s) 1 2" in err, err
+    assert "2 RX / 2 TX queues" in err, err
     c = parse_counters(out)
     eq(c.get("tunnel.geneve4.encap"), 170, "encapsulated by both workers")
     eq(c.get("tunnel.geneve4.decap"), 100, "decapsulated by both workers")
@@ -1546,7 +1547,7 @@ def stop_run(p):
     eq(p.returncode, 0, f"exit code: {err}")
     assert "mbufs in use after shutdown: 0" in out, out
     assert "Invalid port_id" not in err + out, f"errors for ports already closed: {err}"
-    return out, parse_counters(out)
+    return err + out, parse_counters(out)  # The log (stderr) and the summary (stdout).
 
 
 @test

@@ -52,6 +52,10 @@ name = "any"
     EXPECT_EQ(t.outer_port, 1);
     EXPECT_EQ(t.inner_port, 0);
     EXPECT_EQ(c.ports[0].mtu, 1500u);
+    EXPECT_EQ(c.log_level, "info");
+    EXPECT_EQ(parse_config("[gateway]\nlog_level = \"debug\"\n" + std::string(kPorts), "t.toml")
+                  .log_level,
+              "debug");
     EXPECT_EQ(c.classes[0].set_dscp, kDscpPreserve);
     ASSERT_EQ(c.ports[1].tunnel_udp_ports.size(), 1u);
     EXPECT_EQ(c.ports[1].tunnel_udp_ports[0].type, TunnelType::geneve);
@@ -66,6 +70,10 @@ TEST(Config, ErrorsNameKeyAndPosition) {
     } cases[] = {
         {"[gateway]\nx = 1\n", "t.toml:2:5: gateway.x: unknown key"},
         {"[gateway]\nworkers = 0\n", "gateway.workers: 0 is out of range 1..128"},
+        {"[gateway]\nlog_level = \"loud\"\n",
+         "t.toml:2:13: gateway.log_level: \"loud\": expected emergency, alert, critical, error, "
+         "warning, notice, info or debug"},
+        {"[gateway]\nlog_level = 7\n", "gateway.log_level: expected a string"},
         {"[metric]\n", "t.toml:1:1: metric: unknown key"},
         {"[metrics]\nlisten = \"9550\"\n",
          "t.toml:2:10: metrics.listen: expected \"ADDRESS:PORT\""},

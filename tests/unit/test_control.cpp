@@ -2,6 +2,7 @@
 // and its aggregation, the Prometheus families, and the control socket.
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
+#include <rte_log.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "control/flows.h"
+#include "control/log.h"
 #include "control/metrics.h"
 #include "control/render.h"
 #include "control/report.h"
@@ -466,10 +468,54 @@ TEST(CtlCommands, ParsedFromTheOneList) {
     EXPECT_FALSE(parse_ctl_request("stats --top 3", q, err)) << "--top is flows' only";
     EXPECT_FALSE(parse_ctl_request("flows --top 0", q, err));
     EXPECT_FALSE(parse_ctl_request("flows --top 10001", q, err));
+    ASSERT_TRUE(parse_ctl_request("log-level", q, err)) << err;
+    EXPECT_EQ(q.cmd, CtlCommand::log_level);
+    EXPECT_TRUE(q.log_type.empty());
+    EXPECT_FALSE(q.all);
+    ASSERT_TRUE(parse_ctl_request("log-level --all", q, err)) << err;
+    EXPECT_TRUE(q.all);
+    ASSERT_TRUE(parse_ctl_request("log-level dscpgw.neighbor debug", q, err)) << err;
+    EXPECT_EQ(q.log_type, "dscpgw.neighbor");
+    EXPECT_EQ(q.log_level, "debug");
+    EXPECT_FALSE(parse_ctl_request("log-level dscpgw.neighbor", q, err));
+    EXPECT_NE(err.find("log-level takes TYPE LEVEL"), std::string::npos) << err;
+    EXPECT_FALSE(parse_ctl_request("log-level a b c", q, err));
+    EXPECT_FALSE(parse_ctl_request("log-level a --json", q, err));
     for (const CtlCommandInfo& c : kCtlCommands) {
         EXPECT_NE(ctl_synopsis().find(std::string(c.name)), std::string::npos);
         EXPECT_NE(ctl_help("  ").find(std::string(c.help)), std::string::npos);
     }
+}
+
+TEST(Log, TypesLevelsAndLines) {
+    log_init(RTE_LOG_INFO);
+    EXPECT_EQ(log_level_parse("debug"), static_cast<uint32_t>(RTE_LOG_DEBUG));
+    EXPECT_EQ(log_level_parse("warn"), static_cast<uint32_t>(RTE_LOG_WARNING));
+    EXPECT_EQ(log_level_parse("4"), static_cast<uint32_t>(RTE_LOG_ERR));
+    EXPECT_EQ(log_level_parse("loud"), 0u);
+    EXPECT_EQ(log_level_parse("9"), 0u);
+    EXPECT_STREQ(log_level_name(RTE_LOG_NOTICE), "notice");
+    const std::string levels = log_levels(false);
+    EXPECT_NE(levels.find("dscpgw.neighbor"), std::string::npos) << levels;
+    EXPECT_EQ(levels.find("lib.eal"), std::string::npos) << "only the gateway's types";
+    EXPECT_NE(log_levels(true).find("lib.eal"), std::string::npos);
+
+    std::string msg;
+    ASSERT_TRUE(log_set_level("dscpgw.neigh*", "debug", msg)) << msg;
+    EXPECT_EQ(msg, "dscpgw.neigh*: debug (1 type)\n");
+    EXPECT_FALSE(log_set_level("dscpgw.none", "debug", msg));
+    EXPECT_NE(msg.find("no log type matches \"dscpgw.none\""), std::string::npos) << msg;
+    EXPECT_FALSE(log_set_level("dscpgw.port", "loud", msg));
+    EXPECT_NE(msg.find("unknown log level \"loud\""), std::string::npos) << msg;
+
+    testing::internal::CaptureStderr();
+    log_msg(Log::neighbor, RTE_LOG_DEBUG, "probe %d", 1);
+    log_msg(Log::port, RTE_LOG_DEBUG, "not shown at info");
+    log_msg(Log::config, RTE_LOG_WARNING, "w");
+    log_msg(Log::reload, RTE_LOG_ERR, "e");
+    EXPECT_EQ(testing::internal::GetCapturedStderr(),
+              "dscpgw.neighbor: probe 1\ndscpgw.config: warning: w\ndscpgw.reload: error: e\n");
+    ASSERT_TRUE(log_set_level("dscpgw.*", "info", msg)) << msg;
 }
 
 }  // namespace
