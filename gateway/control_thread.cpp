@@ -107,6 +107,7 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
         throw std::runtime_error("cannot allocate the RCU state: " +
                                  std::string(rte_strerror(rte_errno)));
     }
+    watch_ = std::make_unique<WorkerWatch>(rcu_, static_cast<unsigned>(workers));
     {
         std::lock_guard<std::mutex> g(g_instance_mu);
         g_instance = this;
@@ -200,9 +201,14 @@ Report ControlPlane::gather(bool with_flows, bool scrape) {
 
 bool ControlPlane::reload(std::string& msg, const std::string& origin) {
     bool ok;
+    if (sd_ready_) sd_.send("RELOADING=1");
     {
         std::lock_guard<std::mutex> g(mu_);
         ok = reload_locked(msg);
+    }
+    if (sd_ready_) {
+        const uint64_t now = rte_rdtsc();
+        sd_.send("READY=1\nSTATUS=" + status_line(now, rte_get_tsc_hz()));
     }
     // A refused reload's message ends with the problems; an accepted one's with its warnings.
     log_line(Log::reload,
@@ -415,6 +421,77 @@ void ControlPlane::periodic() {
             log_line(Log::port, buf, up ? RTE_LOG_INFO : RTE_LOG_WARNING);
         }
     }
+    notify_systemd(now, hz);
+}
+
+std::string ControlPlane::status_line(uint64_t now, uint64_t hz) {
+    uint64_t rx = 0, tx = 0;
+    unsigned up = 0;
+    for (size_t i = 0; i < setup_.eth_port.size(); ++i) {
+        rte_eth_stats st{};
+        if (rte_eth_stats_get(setup_.eth_port[i], &st) == 0) {
+            rx += st.ipackets;
+            tx += st.opackets;
+        }
+        up += i < link_state_.size() && link_state_[i] > 0 ? 1 : 0;
+    }
+    const double dt = sd_status_tsc_ == 0
+                          ? 0
+                          : static_cast<double>(now - sd_status_tsc_) / static_cast<double>(hz);
+    char buf[200];
+    if (dt > 0)
+        std::snprintf(buf, sizeof buf,
+                      "generation %llu; %u/%zu ports up; %zu workers polling; rx %.0f pps, tx %.0f "
+                      "pps",
+                      static_cast<unsigned long long>(setup_.snap->generation), up,
+                      setup_.eth_port.size(), stats_.size(), static_cast<double>(rx - sd_rx_) / dt,
+                      static_cast<double>(tx - sd_tx_) / dt);
+    else
+        std::snprintf(buf, sizeof buf, "generation %llu; %u/%zu ports up; %zu workers polling",
+                      static_cast<unsigned long long>(setup_.snap->generation), up,
+                      setup_.eth_port.size(), stats_.size());
+    sd_rx_ = rx;
+    sd_tx_ = tx;
+    sd_status_tsc_ = now;
+    return buf;
+}
+
+void ControlPlane::notify_systemd(uint64_t now, uint64_t hz) {
+    if (!sd_.enabled()) return;
+    if (!sd_ready_) {
+        if (!watch_->ready()) return;
+        sd_ready_ = true;
+        sd_watchdog_tsc_ = sd_progress_tsc_ = now;
+        sd_.send("READY=1\nSTATUS=" + status_line(now, hz));
+        log_line(Log::gateway, "ready: every worker polling (systemd notified)");
+        return;
+    }
+    const uint64_t wd = sd_.watchdog_usec();
+    // Fed at half the interval, only when every worker passed a quiescent state since the last
+    // time: a worker stuck in a loop or blocked stops it, and systemd restarts the gateway.
+    if (wd != 0 && static_cast<double>(now - sd_watchdog_tsc_) >=
+                       static_cast<double>(wd) * 1e-6 * static_cast<double>(hz) / 2) {
+        sd_watchdog_tsc_ = now;
+        if (watch_->progressed()) {
+            sd_.send("WATCHDOG=1");
+            sd_progress_tsc_ = now;
+            if (sd_stalled_) log_line(Log::gateway, "every worker polls again", RTE_LOG_NOTICE);
+            sd_stalled_ = false;
+        } else if (!sd_stalled_) {
+            sd_stalled_ = true;
+            char buf[160];
+            std::snprintf(
+                buf, sizeof buf,
+                "a worker has not polled for %.0f ms: the systemd watchdog is not fed",
+                static_cast<double>(now - sd_progress_tsc_) * 1e3 / static_cast<double>(hz));
+            log_line(Log::gateway, buf, RTE_LOG_WARNING);
+        }
+    }
+    if (now - sd_status_tsc_ >= 2 * hz) sd_.send("STATUS=" + status_line(now, hz));
+}
+
+void ControlPlane::notify_stopping() const {
+    if (sd_ready_) sd_.send("STOPPING=1\nSTATUS=stopping");
 }
 
 void ControlPlane::run_once(int wait_ms) {

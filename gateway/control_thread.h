@@ -16,6 +16,7 @@
 #include "control/flows.h"
 #include "control/neighbors.h"
 #include "control/report.h"
+#include "control/sdnotify.h"
 #include "control/socket.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/stats.h"
@@ -70,6 +71,9 @@ class ControlPlane {
     // render it (flows excepted).
     Report report();
 
+    // systemd: STOPPING=1 (the workers are told to stop). No-op when not under systemd.
+    void notify_stopping() const;
+
     // Telemetry callbacks (rte_telemetry has no user pointer: they find the one instance).
     static int telemetry(const char* cmd, const char* params, rte_tel_data* d);
 
@@ -82,6 +86,10 @@ class ControlPlane {
     // Sets the devices to `next`'s port MTUs; on failure restores those already changed.
     bool apply_mtus(const Config& next, std::string& err);
     void periodic();
+    // systemd (Type=notify): READY=1 once every worker polls, WATCHDOG=1 while every worker
+    // keeps polling, STATUS= with the ports and rates every few seconds.
+    void notify_systemd(uint64_t now, uint64_t hz);
+    std::string status_line(uint64_t now, uint64_t hz);
 
     mutable std::mutex mu_;  // Control thread, exposer threads, telemetry thread.
     ControlSetup setup_;
@@ -101,6 +109,11 @@ class ControlPlane {
     std::map<std::string, std::pair<double, double>> cnp_rate_;
     std::map<std::string, uint32_t> path_mtu_seen_;  // Per tunnel name: the path MTU last logged.
     std::vector<int> link_state_;
+    SystemdNotifier sd_;
+    std::unique_ptr<WorkerWatch> watch_;
+    bool sd_ready_ = false, sd_stalled_ = false;
+    uint64_t sd_watchdog_tsc_ = 0, sd_status_tsc_ = 0, sd_progress_tsc_ = 0;
+    uint64_t sd_rx_ = 0, sd_tx_ = 0;  // Ports' packets at the last STATUS.
     std::unique_ptr<ControlServer> server_;
     std::shared_ptr<prometheus::Collectable> collectable_;
     std::unique_ptr<prometheus::Exposer> exposer_;

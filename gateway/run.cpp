@@ -465,6 +465,7 @@ int cmd_run(const std::string& config, const std::string& log_level) {
 
     // Step 5: the summary, from the same report ctl and Prometheus render, read before the
     // devices close.
+    cp->notify_stopping();
     log_msg(Log::gateway, RTE_LOG_INFO, "stopping");
     print_run_summary(stdout, cp->report(), elapsed);
     for (const uint16_t pid : ports.eth_port) {

@@ -22,6 +22,8 @@ packages=(
   libnuma-dev patch bsdutils
   # Live tests and the demo: namespaces, veth, the kernel's VXLAN as a peer.
   iproute2 ethtool iputils-ping
+  # systemd-analyze: the unit file's checks (verify, security score).
+  systemd
 )
 if [ "${1:-}" = "--ovs" ]; then
   packages+=(openvswitch-switch-dpdk)

@@ -81,7 +81,7 @@ def http_get(url, timeout=5):
 class Gateway:
     """`dscpgw run` with its own control socket, metrics port and EAL file prefix."""
 
-    def __init__(self, tag, text, args=()):
+    def __init__(self, tag, text, args=(), env=None):
         self.tag = tag
         self.sock = os.path.join(TMP, f"{tag}.sock")
         self.port = free_port()
@@ -90,7 +90,7 @@ class Gateway:
         self.write(text)
         self.log = open(os.path.join(TMP, f"{tag}.log"), "w+")
         self.p = subprocess.Popen([DSCPGW, "run", "--config", self.cfg, *args], stdout=self.log,
-                                  stderr=subprocess.STDOUT)
+                                  stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         wait_for(lambda: self.p.poll() is not None or (os.path.exists(self.sock) and
                                                         ctl(self.sock, "status", check=False).returncode == 0),
                  f"{tag} to answer")
@@ -780,11 +780,81 @@ def reload_under_load():
         teardown(n)
 
 
+def systemd_notify():
+    """The gateway as systemd's Type=notify sees it: the datagrams on $NOTIFY_SOCKET, read by a
+    socket this test binds where systemd would."""
+    path = os.path.join(TMP, "systemd-notify.sock")  # Not the tag's control socket.
+    rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    rx.bind(path)
+    rx.settimeout(0.1)
+    got = []
+
+    def drain(seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                got.append(rx.recv(4096).decode())
+            except socket.timeout:
+                pass
+
+    lan_rx, wan_rx, _ = workload_pcap()
+    gw = Gateway("notify", example_body(lan_rx, wan_rx),
+                 env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+    try:
+        drain(3)
+        ready = [i for i, m in enumerate(got) if "READY=1" in m.split("\n")]
+        assert ready, got
+        first = got[ready[0]]
+        assert re.search(r"STATUS=generation 1; \d/2 ports up; 1 workers polling", first), first
+        feeds = [i for i, m in enumerate(got) if m == "WATCHDOG=1"]
+        # Fed at half the 400 ms interval while the worker polls: about 15 in 3 s.
+        assert len(feeds) >= 5, got
+        assert feeds[0] > ready[0], "no watchdog before readiness"
+        assert any(re.search(r"^STATUS=generation 1; 2/2 ports up; 1 workers polling; rx \d+ pps, tx \d+ pps$", m)
+                   for m in got), got
+        assert "ready: every worker polling (systemd notified)" in gw.output(), gw.output()[-2000:]
+        got.clear()
+        ctl(gw.sock, "reload")
+        drain(0.5)
+        eq(got[0], "RELOADING=1", "a reload says so first")
+        assert got[1].startswith("READY=1\nSTATUS=generation 2;"), got
+        got.clear()
+        gw.stop()
+        drain(0.3)
+        assert "STOPPING=1\nSTATUS=stopping" in got, got
+        eq(gw.p.returncode, 0, "exit code")
+    finally:
+        gw.stop()
+        rx.close()
+
+
+def unit_file():
+    """docs/dscpgw.service as systemd reads it: valid, Type=notify with a watchdog, reload
+    through ctl, and sandboxed (systemd-analyze security's score on the file itself)."""
+    if shutil.which("systemd-analyze") is None:
+        raise Skip("systemd-analyze not installed")
+    unit = os.path.join(ROOT, "docs", "dscpgw.service")
+    with open(unit) as f:
+        text = f.read()
+    for line in ("Type=notify", "NotifyAccess=main", "WatchdogSec=",
+                 "ExecReload=/usr/bin/dscpgw ctl --config /etc/dscpgw/dscpgw.toml reload"):
+        assert re.search(rf"^{re.escape(line)}", text, re.M), line
+    p = subprocess.run(["systemd-analyze", "security", "--offline=true", "--no-pager", unit],
+                       capture_output=True, text=True)
+    m = re.search(r"Overall exposure level for dscpgw.service: (\d+\.\d+)", p.stdout + p.stderr)
+    assert m, p.stdout + p.stderr
+    score = float(m.group(1))
+    print(f"   systemd-analyze security: {score} (docs/operations.md explains what remains exposed)")
+    assert score <= 4.0, p.stdout[-4000:]
+
+
 def main():
     try:
         pcap_suite()
     except Exception as e:  # noqa: BLE001
         R.fail("pcap_suite", e)
+    R.check("systemd_notify_ready_watchdog_status", systemd_notify)
+    R.check("unit_file_notify_and_hardened", unit_file)
     R.check("reload_under_load", reload_under_load)
     shutil.rmtree(TMP, ignore_errors=True)
     return R.finish()

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 #include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_rcu_qsbr.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,6 +22,7 @@
 #include "control/metrics.h"
 #include "control/render.h"
 #include "control/report.h"
+#include "control/sdnotify.h"
 #include "control/socket.h"
 
 namespace dscpgw {
@@ -516,6 +519,78 @@ TEST(Log, TypesLevelsAndLines) {
     EXPECT_EQ(testing::internal::GetCapturedStderr(),
               "dscpgw.neighbor: probe 1\ndscpgw.config: warning: w\ndscpgw.reload: error: e\n");
     ASSERT_TRUE(log_set_level("dscpgw.*", "info", msg)) << msg;
+}
+
+// The notifier's datagrams, as systemd reads them, on a socket bound at a path or in the abstract
+// namespace; its watchdog interval only for the process WATCHDOG_PID names.
+TEST(Systemd, NotifierSendsDatagramsAndReadsTheWatchdog) {
+    for (const std::string& name :
+         {std::string("/tmp/dscpgw-notify-test.sock"), std::string("@dscpgw-notify-test")}) {
+        const int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+        ASSERT_GE(fd, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::memcpy(a.sun_path, name.data(), name.size());
+        socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+        if (name[0] == '@') a.sun_path[0] = '\0';
+        unlink(name.c_str());
+        ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0) << name;
+        setenv("NOTIFY_SOCKET", name.c_str(), 1);
+        setenv("WATCHDOG_USEC", "2000000", 1);
+        unsetenv("WATCHDOG_PID");
+        const SystemdNotifier n;
+        EXPECT_TRUE(n.enabled());
+        EXPECT_EQ(n.watchdog_usec(), 2000000u);
+        ASSERT_TRUE(n.send("READY=1\nSTATUS=up"));
+        char buf[64] = {};
+        EXPECT_EQ(recv(fd, buf, sizeof buf, MSG_DONTWAIT), 17);
+        EXPECT_STREQ(buf, "READY=1\nSTATUS=up");
+        close(fd);
+        if (name[0] == '/') unlink(name.c_str());
+    }
+    setenv("WATCHDOG_PID", std::to_string(getpid() + 1).c_str(), 1);
+    EXPECT_EQ(SystemdNotifier().watchdog_usec(), 0u) << "another process's watchdog";
+    setenv("WATCHDOG_PID", std::to_string(getpid()).c_str(), 1);
+    EXPECT_EQ(SystemdNotifier().watchdog_usec(), 2000000u);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+    unsetenv("WATCHDOG_PID");
+    const SystemdNotifier off;
+    EXPECT_FALSE(off.enabled());
+    EXPECT_FALSE(off.send("READY=1"));
+}
+
+// Readiness waits for every worker to register and poll; the watchdog is fed only for a round in
+// which every worker passed a quiescent state.
+TEST(Systemd, WorkerWatchNeedsEveryWorker) {
+    const size_t sz = rte_rcu_qsbr_get_memsize(2);
+    auto* v = static_cast<rte_rcu_qsbr*>(rte_zmalloc("test_watch", sz, RTE_CACHE_LINE_SIZE));
+    ASSERT_NE(v, nullptr);
+    ASSERT_EQ(rte_rcu_qsbr_init(v, 2), 0);
+    WorkerWatch w(v, 2);
+    rte_rcu_qsbr_thread_register(v, 0);
+    rte_rcu_qsbr_thread_online(v, 0);
+    EXPECT_FALSE(w.ready()) << "worker 1 has not registered";
+    rte_rcu_qsbr_quiescent(v, 0);
+    EXPECT_FALSE(w.ready());
+    rte_rcu_qsbr_thread_register(v, 1);
+    rte_rcu_qsbr_thread_online(v, 1);
+    EXPECT_FALSE(w.ready()) << "the first round starts";
+    rte_rcu_qsbr_quiescent(v, 0);
+    EXPECT_FALSE(w.ready()) << "worker 1 has not polled";
+    rte_rcu_qsbr_quiescent(v, 1);
+    EXPECT_TRUE(w.ready());
+    EXPECT_FALSE(w.progressed()) << "nobody polled since";
+    rte_rcu_qsbr_quiescent(v, 0);
+    EXPECT_FALSE(w.progressed()) << "worker 1 stalled";
+    EXPECT_FALSE(w.progressed());
+    rte_rcu_qsbr_quiescent(v, 1);
+    EXPECT_TRUE(w.progressed()) << "both polled in the round";
+    rte_rcu_qsbr_quiescent(v, 1);
+    EXPECT_FALSE(w.progressed()) << "a new round: worker 0 owes one";
+    rte_rcu_qsbr_quiescent(v, 0);
+    EXPECT_TRUE(w.progressed());
+    rte_free(v);
 }
 
 }  // namespace
