@@ -24,6 +24,8 @@ packages=(
   iproute2 ethtool iputils-ping
   # systemd-analyze: the unit file's checks (verify, security score).
   systemd
+  # The Debian package (dpkg-buildpackage, lintian), its man pages and bash completion.
+  debhelper dpkg-dev fakeroot lintian man-db groff-base bash-completion
 )
 if [ "${1:-}" = "--ovs" ]; then
   packages+=(openvswitch-switch-dpdk)

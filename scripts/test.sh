@@ -3,7 +3,8 @@
 # again under ASan+UBSan and under ThreadSanitizer), the golden
 # replay tests against the real binary (scapy/tshark as decoders), the live namespace tests (the
 # kernel's VXLAN as the gateway's peer; Linux TCP with and without ECN through the shaper;
-# dscpgw-hostmark's BPF classifier on a veth), the control plane (control socket, Prometheus,
+# dscpgw-hostmark's BPF classifier on a veth), the Debian package (built, unpacked, run, lintian;
+# man pages and completion), the control plane (control socket, Prometheus, systemd notify,
 # telemetry, reloads under load), Pktgen-DPDK over memif (when PKTGEN_SRC names its source), the
 # concurrent tests again with a ThreadSanitizer build of the
 # gateway (workers and the control thread on pcap and memif vdevs, reloads under RCU, reloads under
@@ -89,6 +90,8 @@ pysuite live-qos "a Linux TCP flow with and without ECN through the 100 Mbit/s s
   tests/interop/test_live_qos.py "$PWD/build/dscpgw"
 pysuite hostmark "dscpgw-hostmark's eBPF classifier on a veth between namespaces" \
   tests/hostmark/test_hostmark.py "$PWD/build/hostmark/dscpgw-hostmark"
+pysuite package "the Debian package: dpkg-buildpackage, contents, packaged binaries, lintian; man pages, completion" \
+  tests/package/test_package.py "$PWD/build"
 pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, reloads under load" \
   tests/control/test_control.py "$PWD/build/dscpgw"
 # Pktgen-DPDK (built from PKTGEN_SRC; SKIP with the reason without it) against `dscpgw run` over

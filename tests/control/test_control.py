@@ -846,6 +846,12 @@ def unit_file():
     score = float(m.group(1))
     print(f"   systemd-analyze security: {score} (docs/operations.md explains what remains exposed)")
     assert score <= 4.0, p.stdout[-4000:]
+    # The host marker's template unit: a oneshot with little more than BPF and netlink.
+    unit = os.path.join(ROOT, "docs", "dscpgw-hostmark@.service")
+    p = subprocess.run(["systemd-analyze", "security", "--offline=true", "--no-pager", unit],
+                       capture_output=True, text=True)
+    m = re.search(r"Overall exposure level for dscpgw-hostmark@\S*\.service: (\d+\.\d+)", p.stdout + p.stderr)
+    assert m and float(m.group(1)) <= 3.0, p.stdout[-4000:] + p.stderr
 
 
 def main():
