@@ -5,7 +5,75 @@
 #include <string_view>
 #include <vector>
 
+#include "dataplane/trace.h"
+
 namespace dscpgw {
+
+namespace {
+
+// A whole number in [lo, hi]; false when the word is not one.
+bool number_in(const std::string& w, unsigned long lo, unsigned long hi, unsigned long& v) {
+    char* end = nullptr;
+    if (w.empty() || w[0] == '-') return false;
+    v = std::strtoul(w.c_str(), &end, 10);
+    return *end == '\0' && v >= lo && v <= hi;
+}
+
+bool parse_trace(const std::vector<std::string>& words, CtlRequest& req, std::string& err) {
+    using Op = CtlRequest::TraceOp;
+    for (size_t i = 1; i < words.size(); ++i) {
+        const std::string& w = words[i];
+        const bool has_value = i + 1 < words.size();
+        unsigned long v = 0;
+        Op op = Op::none;
+        if (w == "--json") {
+            req.json = true;
+        } else if (w == "--count") {
+            if (!has_value || !number_in(words[i + 1], 1, kTraceMax, v)) {
+                err = "--count needs a number 1.." + std::to_string(kTraceMax) + "\n";
+                return false;
+            }
+            req.trace_count = static_cast<uint32_t>(v);
+            ++i;
+        } else if (w == "--timeout") {
+            if (!has_value || !number_in(words[i + 1], 1, 3600, v)) {
+                err = "--timeout needs a number of seconds 1..3600\n";
+                return false;
+            }
+            req.trace_timeout = static_cast<double>(v);
+            ++i;
+        } else if (w == "--port" || w == "--class") {
+            if (!has_value || words[i + 1].empty() || words[i + 1][0] == '-') {
+                err = w + " needs a name\n";
+                return false;
+            }
+            (w == "--port" ? req.trace_port : req.trace_class) = words[++i];
+        } else if (w == "--start" || w == "--stop") {
+            op = w == "--start" ? Op::start : Op::stop;
+        } else if (w == "--read") {
+            if (!has_value || !number_in(words[i + 1], 0, kTraceMax, v)) {
+                err = "--read needs a record number\n";
+                return false;
+            }
+            req.trace_from = static_cast<uint32_t>(v);
+            op = Op::read;
+            ++i;
+        } else {
+            err = "unknown argument \"" + w + "\" for trace\n";
+            return false;
+        }
+        if (op != Op::none) {
+            if (req.trace_op != Op::none) {
+                err = "trace takes one of --start, --read, --stop\n";
+                return false;
+            }
+            req.trace_op = op;
+        }
+    }
+    return true;
+}
+
+}  // namespace
 
 std::string ctl_synopsis() {
     std::string o;
@@ -66,6 +134,7 @@ bool parse_ctl_request(const std::string& line, CtlRequest& req, std::string& er
         }
         return true;
     }
+    if (req.cmd == CtlCommand::trace) return parse_trace(words, req, err);
     for (size_t i = 1; i < words.size(); ++i) {
         if (words[i] == "--json") {
             req.json = true;

@@ -24,7 +24,10 @@ namespace dscpgw {
     X(reload, "reload", "",                                                                       \
       "re-read the configuration file and apply it without a restart, or refuse it")              \
     X(log_level, "log-level", " [TYPE LEVEL]",                                                    \
-      "log levels (--all: DPDK's too), or set TYPE (a name or glob) to LEVEL (error..debug)")
+      "log levels (--all: DPDK's too), or set TYPE (a name or glob) to LEVEL (error..debug)")     \
+    X(trace, "trace", " [--count N] [--port P] [--class C] [--timeout S]",                        \
+      "what the workers do to the next N matching packets: headers in/out, class, DSCP, ECN, "    \
+      "tunnel, verdict")
 
 enum class CtlCommand : uint8_t {
 #define DSCPGW_X(id, name, args, help) id,
@@ -48,6 +51,14 @@ struct CtlRequest {
     size_t top = 20;                  // flows: how many of each.
     bool all = false;                 // log-level: every DPDK log type, not only the gateway's.
     std::string log_type, log_level;  // log-level TYPE LEVEL; empty: list the levels.
+    // trace: what ctl asks of the gateway (`dscpgw ctl trace` drives it: start, reads, stop).
+    enum class TraceOp : uint8_t { none, start, read, stop };
+    TraceOp trace_op = TraceOp::none;
+    uint32_t trace_count = 10;  // 1..kTraceMax packets.
+    std::string trace_port;     // The port they arrive on; empty: any.
+    std::string trace_class;    // The class they match; empty: any.
+    uint32_t trace_from = 0;    // read: the first record wanted.
+    double trace_timeout = 10;  // Seconds ctl waits for the packets (client side).
 };
 
 // Parses one request line ("flows --top 5 --json"); false with `err` (a line for the operator)

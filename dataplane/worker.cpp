@@ -7,6 +7,7 @@
 
 #include "dataplane/burst.h"
 #include "dataplane/sched.h"
+#include "dataplane/trace.h"
 
 namespace dscpgw {
 
@@ -111,21 +112,27 @@ int worker_main(void* arg) {
             const uint16_t n = rte_eth_rx_burst(c.eth_port[p], c.queue, pkts, kBurst);
             if (n == 0) continue;
             got += n;
-            process_burst(
-                s, static_cast<uint16_t>(p), pkts, n, st, bs,
-                [&](uint16_t out, rte_mbuf* m) {
-                    if ((s.shaped_ports >> out & 1u) != 0 &&
-                        m->hash.sched.traffic_class != kSchedOther) {
-                        SchedStage& g = stage[out];
-                        g.pkts[g.n++] = m;
-                        if (g.n == kBurst) sched_run(c, s, out, g, t0);
-                        return;
-                    }
-                    TxQueue& q = txq[out];
-                    q.pkts[q.n++] = m;
-                    if (q.n == kBurst) flush(c, out, q);
-                },
-                NoObserver{});
+            const auto sink = [&](uint16_t out, rte_mbuf* m) {
+                if ((s.shaped_ports >> out & 1u) != 0 &&
+                    m->hash.sched.traffic_class != kSchedOther) {
+                    SchedStage& g = stage[out];
+                    g.pkts[g.n++] = m;
+                    if (g.n == kBurst) sched_run(c, s, out, g, t0);
+                    return;
+                }
+                TxQueue& q = txq[out];
+                q.pkts[q.n++] = m;
+                if (q.n == kBurst) flush(c, out, q);
+            };
+            // `ctl trace`: one load per burst of a line only arming writes.
+            if (unlikely(c.trace != nullptr &&
+                         c.trace->armed.load(std::memory_order_acquire) != 0 &&
+                         (c.trace->port < 0 || c.trace->port == static_cast<int32_t>(p)))) {
+                TraceBurst tb(*c.trace, s, c.queue, static_cast<uint16_t>(p), pkts, n);
+                process_burst(s, static_cast<uint16_t>(p), pkts, n, st, bs, sink, tb);
+            } else {
+                process_burst(s, static_cast<uint16_t>(p), pkts, n, st, bs, sink, NoObserver{});
+            }
             // Drain after each RX burst: latency stays one burst, and no timer is needed.
             for (size_t o = 0; o < nports; ++o) {
                 flush(c, o, txq[o]);

@@ -14,6 +14,7 @@ struct rte_rcu_qsbr;
 namespace dscpgw {
 
 class FlowTable;
+struct TraceShared;
 
 struct WorkerContext {
     // The published snapshot, replaced whole by a reload. A worker loads it once per poll and
@@ -22,6 +23,7 @@ struct WorkerContext {
     const std::atomic<const Snapshot*>* snap = nullptr;
     rte_rcu_qsbr* rcu = nullptr;
     FlowTable* flows = nullptr;      // This worker's RoCE conversations; none: not tracked.
+    TraceShared* trace = nullptr;    // `ctl trace`: armed by the control thread; none: no trace.
     std::vector<uint16_t> eth_port;  // Config port index -> ethdev port id.
     std::vector<uint8_t>
         poll_rx;         // Config port index -> whether this worker polls an RX queue there.

@@ -19,6 +19,7 @@
 #include "control/metrics.h"
 #include "control/render.h"
 #include "control/telemetry.h"
+#include "control/trace.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/qos.h"
@@ -349,6 +350,7 @@ std::string ControlPlane::handle(const std::string& request, bool& ok) {
                      RTE_LOG_NOTICE);
         return msg;
     }
+    if (req.cmd == CtlCommand::trace) return handle_trace(req, ok);
     if (req.cmd == CtlCommand::reload) {
         std::string msg;
         ok = reload(msg);
@@ -421,7 +423,103 @@ void ControlPlane::periodic() {
             log_line(Log::port, buf, up ? RTE_LOG_INFO : RTE_LOG_WARNING);
         }
     }
+    // A trace nobody has read for 30 s: its client is gone.
+    if (trace_.armed.load(std::memory_order_relaxed) != 0 && now - trace_read_tsc_ >= 30 * hz) {
+        trace_.armed.store(0, std::memory_order_release);
+        log_line(Log::control, "trace: not read for 30 s, stopped", RTE_LOG_NOTICE);
+    }
     notify_systemd(now, hz);
+}
+
+std::string ControlPlane::handle_trace(const CtlRequest& req, bool& ok) {
+    using Op = CtlRequest::TraceOp;
+    std::vector<std::string> ports;
+    for (const PortConf& p : setup_.cfg.ports) ports.push_back(p.name);
+    // Armed, or a claimed slot still being filled (the worker that took the last one disarms
+    // before it writes it): ctl keeps reading.
+    const auto state = [this](uint32_t recorded) {
+        const uint32_t claimed =
+            std::min(trace_.next.load(std::memory_order_relaxed), trace_.count);
+        const bool running =
+            trace_.armed.load(std::memory_order_relaxed) != 0 || recorded < claimed;
+        return "STATE recorded=" + std::to_string(recorded) +
+               " count=" + std::to_string(trace_.count) + " armed=" + (running ? "1" : "0") + "\n";
+    };
+    ok = true;
+    switch (req.trace_op) {
+        case Op::none:
+            ok = false;
+            return "trace is run by dscpgw ctl trace (the socket takes trace --start, --read N, "
+                   "--stop)\n";
+        case Op::start: {
+            int32_t port = -1;
+            if (!req.trace_port.empty()) {
+                for (size_t i = 0; i < ports.size(); ++i)
+                    if (ports[i] == req.trace_port) port = static_cast<int32_t>(i);
+                if (port < 0) {
+                    ok = false;
+                    std::string names;
+                    for (const std::string& p : ports) names += (names.empty() ? "" : ", ") + p;
+                    return "no port \"" + req.trace_port + "\" (ports: " + names + ")\n";
+                }
+            }
+            if (!req.trace_class.empty()) {
+                bool found = false;
+                std::string names;
+                for (const auto& c : setup_.snap->classes) {
+                    found = found || c.name == req.trace_class;
+                    names += (names.empty() ? "" : ", ") + c.name;
+                }
+                if (!found) {
+                    ok = false;
+                    return "no class \"" + req.trace_class + "\" (classes: " + names + ")\n";
+                }
+            }
+            // A trace already running is replaced: once every worker has left the bursts that
+            // saw it armed (one poll each), its slots can be reset.
+            trace_.armed.store(0, std::memory_order_release);
+            rte_rcu_qsbr_check(rcu_, rte_rcu_qsbr_start(rcu_), true);
+            for (uint32_t i = 0; i < kTraceMax; ++i)
+                trace_.rec[i].ready.store(0, std::memory_order_relaxed);
+            trace_.next.store(0, std::memory_order_relaxed);
+            trace_.port = port;
+            trace_.any_class = req.trace_class.empty();
+            trace_name(trace_.cls, req.trace_class);
+            trace_.count = req.trace_count;
+            trace_read_tsc_ = rte_rdtsc();
+            trace_.armed.store(++trace_session_ == 0 ? ++trace_session_ : trace_session_,
+                               std::memory_order_release);
+            log_line(Log::control,
+                     "trace: " + std::to_string(req.trace_count) + " packet(s)" +
+                         (port >= 0 ? " from " + req.trace_port : "") +
+                         (req.trace_class.empty() ? "" : " of class " + req.trace_class));
+            return state(0);
+        }
+        case Op::read: {
+            trace_read_tsc_ = rte_rdtsc();
+            uint32_t recorded = 0;
+            while (recorded < trace_.count &&
+                   trace_.rec[recorded].ready.load(std::memory_order_acquire) != 0)
+                ++recorded;
+            std::string body;
+            const uint32_t from = std::min(req.trace_from, recorded);
+            if (req.json) {
+                body = "{\"count\":" + std::to_string(trace_.count) +
+                       ",\"recorded\":" + std::to_string(recorded) + ",\"records\":[";
+                for (uint32_t i = from; i < recorded; ++i)
+                    body += (i == from ? "" : ",") + trace_record_json(i + 1, trace_.rec[i], ports);
+                body += "]}\n";
+            } else {
+                for (uint32_t i = from; i < recorded; ++i)
+                    body += trace_record_text(i + 1, trace_.rec[i], ports);
+            }
+            return state(recorded) + body;
+        }
+        case Op::stop:
+            trace_.armed.store(0, std::memory_order_release);
+            return "STATE recorded=0 count=" + std::to_string(trace_.count) + " armed=0\n";
+    }
+    return "";
 }
 
 std::string ControlPlane::status_line(uint64_t now, uint64_t hz) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "control/commands.h"
 #include "control/flows.h"
 #include "control/neighbors.h"
 #include "control/report.h"
@@ -20,6 +21,7 @@
 #include "control/socket.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/stats.h"
+#include "dataplane/trace.h"
 
 struct rte_mempool;
 struct rte_rcu_qsbr;
@@ -59,6 +61,7 @@ class ControlPlane {
     WorkerStats* stats(unsigned w) { return stats_[w].get(); }
     FlowTable* flows(unsigned w) { return flows_.empty() ? nullptr : flows_[w].get(); }
     size_t workers() const { return stats_.size(); }
+    TraceShared* trace() { return &trace_; }
 
     // One round of the control loop: serves the socket for up to `wait_ms`, then periodic work.
     void run_once(int wait_ms);
@@ -86,6 +89,8 @@ class ControlPlane {
     // Sets the devices to `next`'s port MTUs; on failure restores those already changed.
     bool apply_mtus(const Config& next, std::string& err);
     void periodic();
+    // `ctl trace`: arm (after the workers left any burst of an earlier trace), read, disarm.
+    std::string handle_trace(const CtlRequest& req, bool& ok);
     // systemd (Type=notify): READY=1 once every worker polls, WATCHDOG=1 while every worker
     // keeps polling, STATUS= with the ports and rates every few seconds.
     void notify_systemd(uint64_t now, uint64_t hz);
@@ -109,6 +114,9 @@ class ControlPlane {
     std::map<std::string, std::pair<double, double>> cnp_rate_;
     std::map<std::string, uint32_t> path_mtu_seen_;  // Per tunnel name: the path MTU last logged.
     std::vector<int> link_state_;
+    TraceShared trace_;
+    uint32_t trace_session_ = 0;
+    uint64_t trace_read_tsc_ = 0;  // The last start or read: an abandoned trace is disarmed.
     SystemdNotifier sd_;
     std::unique_ptr<WorkerWatch> watch_;
     bool sd_ready_ = false, sd_stalled_ = false;

@@ -1,10 +1,12 @@
 // dscpgw: the RoCEv2 border gateway. Subcommands: check, replay, run, ctl.
 #include <rte_version.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "config/config.h"
 #include "control/commands.h"
@@ -102,6 +104,70 @@ int cmd_check(const std::string& config) {
 
 namespace dscpgw {
 
+// The "STATE recorded=K count=N armed=A" line a trace reply starts with; false if it has none.
+bool trace_state(std::string& body, uint32_t& recorded, bool& armed) {
+    unsigned k = 0, n = 0, a = 0;
+    const size_t nl = body.find('\n');
+    if (nl == std::string::npos ||
+        std::sscanf(body.c_str(), "STATE recorded=%u count=%u armed=%u", &k, &n, &a) != 3)
+        return false;
+    body.erase(0, nl + 1);
+    recorded = k;
+    armed = a != 0;
+    return true;
+}
+
+// `dscpgw ctl trace`: arms the gateway's trace, prints the records as they come (text) or all
+// of them at the end (--json), and disarms it; a trace that ends with fewer than N packets (the
+// timeout) exits 1, as nothing of that kind came.
+int ctl_trace(const std::string& socket, const CtlRequest& req) {
+    std::string start = "trace --start --count " + std::to_string(req.trace_count);
+    if (!req.trace_port.empty()) start += " --port " + req.trace_port;
+    if (!req.trace_class.empty()) start += " --class " + req.trace_class;
+    std::string body;
+    uint32_t recorded = 0;
+    bool armed = false;
+    if (control_request(socket, start, body) != 0 || !trace_state(body, recorded, armed)) {
+        std::fprintf(stderr, "dscpgw ctl: %s%s", body.c_str(),
+                     !body.empty() && body.back() == '\n' ? "" : "\n");
+        return body.rfind("no port", 0) == 0 || body.rfind("no class", 0) == 0 ? cli::kExitUsage
+                                                                               : cli::kExitFailure;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto deadline = t0 + std::chrono::duration<double>(req.trace_timeout);
+    uint32_t shown = 0;
+    for (;;) {
+        const std::string read =
+            "trace --read " + std::to_string(req.json ? 0 : shown) + (req.json ? " --json" : "");
+        if (control_request(socket, read, body) != 0 || !trace_state(body, recorded, armed)) {
+            std::fprintf(stderr, "dscpgw ctl: trace: %s%s", body.c_str(),
+                         !body.empty() && body.back() == '\n' ? "" : "\n");
+            return cli::kExitFailure;
+        }
+        if (!req.json) {
+            std::fputs(body.c_str(), stdout);
+            std::fflush(stdout);
+            shown = recorded;
+        }
+        if (recorded >= req.trace_count || !armed || std::chrono::steady_clock::now() >= deadline)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::string ignored;
+    control_request(socket, "trace --stop", ignored);
+    if (req.json) std::fputs(body.c_str(), stdout);
+    const bool complete = recorded >= req.trace_count;
+    if (!req.json)
+        std::printf("%u of %u packet(s) traced%s\n", recorded, req.trace_count,
+                    complete ? ""
+                    : armed  ? " before the timeout"
+                             : " (the trace was replaced)");
+    if (!complete)
+        std::fprintf(stderr, "dscpgw ctl: trace: %u of %u packet(s) in %.0f s\n", recorded,
+                     req.trace_count, req.trace_timeout);
+    return complete ? cli::kExitOk : cli::kExitFailure;
+}
+
 // `dscpgw ctl`: one request to a running gateway's control socket. The request is checked here
 // first, so that a wrong command is a usage error (2) without a gateway; a reload the gateway
 // refuses for its config is 2 as well, any other failure 1.
@@ -138,6 +204,8 @@ int cmd_ctl(const cli::Parsed& p) {
         }
     }
     if (socket.empty()) socket = kDefaultControlSocket;
+    if (req.cmd == CtlCommand::trace && req.trace_op == CtlRequest::TraceOp::none)
+        return ctl_trace(socket, req);
     std::string body;
     const int rc = control_request(socket, request, body);
     if (rc == 0) {

@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "control/report.h"
+#include "control/trace.h"
 #include "dataplane/burst.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/qos.h"
@@ -44,7 +45,15 @@ std::string qos_trace(const PacketNotes& n) {
     return q;
 }
 
-std::string trace_line(uint64_t index, const Snapshot& s, const Verdict& v, const PacketNotes& n) {
+// The outermost IP header's ECN of a frame: "ecn=IN->OUT" ("ecn=IN" when nothing was sent).
+std::string ecn_field(int ecn_in, int ecn_out) {
+    std::string e = std::string(" ecn=") + ecn_name(ecn_in);
+    if (ecn_out >= 0) e += std::string("->") + ecn_name(ecn_out);
+    return ecn_in < 0 && ecn_out < 0 ? std::string(" ecn=-") : e;
+}
+
+std::string trace_line(uint64_t index, const Snapshot& s, const Verdict& v, const PacketNotes& n,
+                       const std::string& ecn) {
     char line[1024];
     const char* cls = "-";
     if (n.outer_path)
@@ -61,20 +70,21 @@ std::string trace_line(uint64_t index, const Snapshot& s, const Verdict& v, cons
     const char* tun =
         n.tunnel_id >= 0 ? s.tunnels[static_cast<size_t>(n.tunnel_id)].name.c_str() : "-";
     if (v.local != LocalReply::none)
-        std::snprintf(line, sizeof line, "%" PRIu64 " class=- dscp=- tunnel=- reply=%s port=%s",
-                      index,
+        std::snprintf(line, sizeof line, "%" PRIu64 " class=- dscp=-%s tunnel=- reply=%s port=%s",
+                      index, ecn.c_str(),
                       std::string(kLocalReplyInfo[static_cast<size_t>(v.local)].name).c_str(),
                       s.ports[v.out_port].name.c_str());
     else if (v.drop == DropReason::none)
-        std::snprintf(line, sizeof line, "%" PRIu64 " class=%s dscp=%s tunnel=%s %s port=%s%s%s%s",
-                      index, cls, dscp, tun, n.outer_path ? "decap" : "encap",
-                      s.ports[v.out_port].name.c_str(),
-                      n.outer_remarked ? " outer_dscp_remarked" : "",
-                      n.ce_marked ? " ce_marked" : "", qos_trace(n).c_str());
+        std::snprintf(
+            line, sizeof line, "%" PRIu64 " class=%s dscp=%s%s tunnel=%s %s port=%s%s%s%s", index,
+            cls, dscp, ecn.c_str(), tun, n.outer_path ? "decap" : "encap",
+            s.ports[v.out_port].name.c_str(), n.outer_remarked ? " outer_dscp_remarked" : "",
+            n.ce_marked ? " ce_marked" : "", qos_trace(n).c_str());
     else
-        std::snprintf(line, sizeof line, "%" PRIu64 " class=%s dscp=%s tunnel=%s drop=%s%s%s",
-                      index, cls, dscp, tun, std::string(drop_reason_name(v.drop)).c_str(),
-                      v.pmtu ? " pmtu" : "", qos_trace(n).c_str());
+        std::snprintf(line, sizeof line, "%" PRIu64 " class=%s dscp=%s%s tunnel=%s drop=%s%s%s",
+                      index, cls, dscp, ecn.c_str(), tun,
+                      std::string(drop_reason_name(v.drop)).c_str(), v.pmtu ? " pmtu" : "",
+                      qos_trace(n).c_str());
     return line;
 }
 
@@ -336,6 +346,12 @@ int cmd_replay(const ReplayOptions& o) {
                 // The queues first send what left before this frame arrived.
                 advance(times[k], tx);
                 std::string line;
+                // The ECN as received, from the trace's own header decoder.
+                const int ecn_in = o.trace
+                                       ? decode_frame(rte_pktmbuf_mtod(burst[k], const uint8_t*),
+                                                      burst[k]->data_len, burst[k]->pkt_len)
+                                             .ecn
+                                       : -1;
                 process_burst(
                     *snap, static_cast<uint16_t>(rx_port), burst + k, 1, *stats[w], bs[w],
                     [&](uint16_t port, rte_mbuf* m) {
@@ -349,9 +365,18 @@ int cmd_replay(const ReplayOptions& o) {
                         line += queue_trace(*snap, port, r);
                         if (dropped(r.action)) rte_pktmbuf_free(m);
                     },
-                    [&](const rte_mbuf*, const Verdict& v, const PacketNotes& notes) {
+                    [&](const rte_mbuf* m, const Verdict& v, const PacketNotes& notes) {
                         ++seen;
-                        if (o.trace) line = trace_line(idxs[seen - 1], *snap, v, notes);
+                        if (!o.trace) return;
+                        const bool sent = v.drop == DropReason::none &&
+                                          v.local != LocalReply::learned &&
+                                          v.local != LocalReply::path_mtu;
+                        const int ecn_out = sent ? decode_frame(rte_pktmbuf_mtod(m, const uint8_t*),
+                                                                m->data_len, m->pkt_len)
+                                                       .ecn
+                                                 : -1;
+                        line =
+                            trace_line(idxs[seen - 1], *snap, v, notes, ecn_field(ecn_in, ecn_out));
                     });
                 if (o.trace) std::printf("%s\n", line.c_str());
                 // An idle queue sends the frame at once.

@@ -343,6 +343,7 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
         c.snap = cp.published();
         c.rcu = cp.rcu();
         c.flows = cp.flows(w);
+        c.trace = cp.trace();
         c.eth_port = ports.eth_port;
         c.queue = static_cast<uint16_t>(w);
         c.stats = cp.stats(w);

@@ -828,6 +828,70 @@ def systemd_notify():
         rx.close()
 
 
+def live_trace():
+    """`dscpgw ctl trace` against a gateway forwarding the workload in a loop: the records'
+    fields, the headers in and out (also decoded by scapy from the records' bytes), filters,
+    the timeout, and bad arguments."""
+    from scapy.contrib.geneve import GENEVE
+    lan_rx, wan_rx, _ = workload_pcap()
+    body = example_body(lan_rx, wan_rx).replace(f"rx_pcap={lan_rx},", f"rx_pcap={lan_rx},infinite_rx=1,")
+    assert "infinite_rx=1" in body
+    gw = Gateway("trace", body)
+    try:
+        p = ctl(gw.sock, "trace", "--count", "3", "--class", "roce-cnp")
+        recs = re.findall(r"^#(\d+) worker=0 port=lan gen=1 class=(\S+) dscp=(\S+) ecn=(\S+) tunnel=(\S+) (.*)$",
+                          p.stdout, re.M)
+        eq([r[:5] for r in recs], [(str(i), "roce-cnp", "0->48", "not-ect->not-ect", "az1") for i in (1, 2, 3)],
+           "three CNPs traced")
+        assert all(r[5] == "encap port=wan" for r in recs), p.stdout
+        assert re.search(r"^    in  \d+ B: \S+ > \S+ IPv4 10\.10\.0\.5 > 10\.20\.0\.9 dscp 0 ecn not-ect "
+                         r"UDP \d+ > 4791 BTH opcode 0x81 \(CNP\) qp 0x52", p.stdout, re.M), p.stdout
+        assert re.search(r"^    out \d+ B: \S+ > \S+ IPv4 198\.18\.0\.1 > 198\.18\.7\.7 dscp 48 ecn not-ect UDP \d+ > "
+                         r"6081 Geneve vni 100 \| \S+ > \S+ IPv4 10\.10\.0\.5 > 10\.20\.0\.9 dscp 48", p.stdout, re.M), \
+            p.stdout
+        assert p.stdout.rstrip().endswith("3 of 3 packet(s) traced"), p.stdout
+
+        # Every kind of packet of the workload, as JSON: 200 packets cover its 111-frame loop.
+        j = json.loads(ctl(gw.sock, "trace", "--count", "200", "--json").stdout)
+        eq((j["count"], j["recorded"], len(j["records"])), (200, 200, 200), "200 records")
+        eq([r["seq"] for r in j["records"]], list(range(1, 201)), "in order")
+        kinds = {(r["class"], r["tunnel"], r["verdict"], r["drop_reason"]) for r in j["records"]}
+        for k in (("roce-cnp", "az1", "encap", None), ("roce-data", "az1", "encap", None),
+                  ("roce-data", "metro", "encap", None), (None, None, "drop", "no_route")):
+            assert k in kinds, (k, kinds)
+        for r in j["records"]:
+            if r["verdict"] == "drop":
+                eq((r["out"], r["out_port"], r["ecn_out"]), (None, None, None), "a drop sends nothing")
+                continue
+            # scapy, from the bytes: the outer header carries the class's DSCP and the inner ECN.
+            inner = Ether(bytes.fromhex(r["in"]["hex"]))
+            out = Ether(bytes.fromhex(r["out"]["hex"]))
+            eq(out[IP].tos >> 2, r["dscp_out"], "outer DSCP")
+            eq(out[IP].tos & 3, inner[IP].tos & 3, "ECN inherited")
+            if r["tunnel"] == "az1":
+                eq(out[GENEVE].vni, 100, "Geneve VNI")
+            eq(r["in"]["length"], len(inner) if len(inner) < 128 else r["in"]["length"], "length in")
+        # Only what arrives on wan: nothing does (its capture was one frame), so it times out.
+        t0 = time.time()
+        p = ctl(gw.sock, "trace", "--port", "wan", "--count", "1", "--timeout", "1", check=False)
+        eq(p.returncode, 1, "timed out: exit 1")
+        assert "0 of 1 packet(s) traced before the timeout" in p.stdout, p.stdout
+        assert time.time() - t0 < 10, "bounded by --timeout"
+        for args, expect in ((("--class", "bogus"), 'no class "bogus" (classes: roce-cnp, roce-data)'),
+                             (("--port", "eth9"), 'no port "eth9" (ports: lan, wan)'),
+                             (("--count", "0"), "--count needs a number 1..1000"),
+                             (("--count", "1001"), "--count needs a number 1..1000"),
+                             (("--bogus",), 'unknown argument "--bogus" for trace')):
+            p = ctl(gw.sock, "trace", *args, check=False)
+            eq(p.returncode, 2, f"trace {' '.join(args)}: exit code")
+            assert expect in p.stderr, p.stderr
+        # Still forwarding, and a trace after all of that works.
+        eq(len(re.findall(r"^#\d+ ", ctl(gw.sock, "trace", "--count", "2").stdout, re.M)), 2, "again")
+        eq(gw.p.poll(), None, "still running")
+    finally:
+        gw.stop()
+
+
 def unit_file():
     """docs/dscpgw.service as systemd reads it: valid, Type=notify with a watchdog, reload
     through ctl, and sandboxed (systemd-analyze security's score on the file itself)."""
@@ -860,6 +924,7 @@ def main():
     except Exception as e:  # noqa: BLE001
         R.fail("pcap_suite", e)
     R.check("systemd_notify_ready_watchdog_status", systemd_notify)
+    R.check("ctl_trace_records_live_packets", live_trace)
     R.check("unit_file_notify_and_hardened", unit_file)
     R.check("reload_under_load", reload_under_load)
     shutil.rmtree(TMP, ignore_errors=True)

@@ -69,11 +69,14 @@ class Result:
     def __init__(self, outs, stdout, stderr, rc):
         self.outs, self.stdout, self.stderr, self.rc = outs, stdout, stderr, rc
         self.counters = parse_counters(stdout)
-        self.trace = {}
+        self.trace = {}  # Input frame -> (class, dscp, tunnel, the rest).
+        self.ecn = {}    # Input frame -> "IN->OUT" (outermost IP header), or "IN" for a drop.
         for line in stdout.splitlines():
-            m = re.match(r"^(\d+) class=(\S+) dscp=(\S+) tunnel=(\S+) (.*)$", line)
+            m = re.match(r"^(\d+) class=(\S+) dscp=(\S+) ecn=(\S+) tunnel=(\S+) (.*)$", line)
             if m:
-                self.trace[int(m.group(1))] = m.groups()[1:]
+                i, cls, dscp, ecn, tun, rest = m.groups()
+                self.trace[int(i)] = (cls, dscp, tun, rest)
+                self.ecn[int(i)] = ecn
 
     def c(self, key):
         return self.counters.get(key, 0)
@@ -364,6 +367,8 @@ def encap_fixed_outer_dscp_and_ecn_off():
     o = replay([roce("10.10.0.5", "10.40.0.1", tos=0x02)]).outs[0]
     eq(o[IP].tos, 34 << 2, "outer DSCP 34, Not-ECT")
     eq(inner_of(o)[IP].tos, 26 << 2 | 2, "inner marked, ECN kept")
+    eq(replay([roce("10.10.0.5", "10.40.0.1", tos=0x02)]).ecn[1], "ect0->not-ect", "the trace: ECN off outside")
+    eq(replay([roce("10.10.0.5", "10.20.0.9", tos=0x01)]).ecn[1], "ect1->ect1", "the trace: ECN inherited")
 
 
 @test
@@ -579,11 +584,15 @@ def decap_rfc6040_table():
             for n, (o, i) in enumerate(keys)]
     r = replay(pkts, port="wan")
     outs = iter(r.outs)
+    names = ["not-ect", "ect1", "ect0", "ce"]
     for n, k in enumerate(keys):
         exp = table[k]
         if exp is None:
             eq(r.verdict(n + 1), "drop=ecn_ce_on_not_ect", f"outer {k[0]} inner {k[1]}")
+            eq(r.ecn[n + 1], names[k[0]], "the trace: the outer ECN received, nothing sent")
             continue
+        # The trace's ECN: the outer header's as received, the inner's as sent.
+        eq(r.ecn[n + 1], f"{names[k[0]]}->{names[exp]}", f"trace ecn, outer {k[0]} inner {k[1]}")
         o = next(outs)
         eq(o[IP].tos, 26 << 2 | exp, f"outer ECN {k[0]} inner ECN {k[1]}")
         assert pktlib.ipv4_csum_ok(o[IP]), "inner checksum after ECN change"

@@ -211,6 +211,7 @@ def bash_completion():
     eq(complete("dscpgw", "ctl", "log-level", ""), ["--all"] + log_types() + ["dscpgw.*"], "log types")
     eq(complete("dscpgw", "ctl", "log-level", "dscpgw.port", "de"), ["debug"], "levels")
     eq(complete("dscpgw", "ctl", "flows", "--"), ["--top", "--json"], "flows' arguments")
+    eq(complete("dscpgw", "ctl", "trace", "--c"), ["--count", "--class"], "trace's arguments")
     eq(complete("dscpgw-hostmark", ""), help_commands(HOSTMARK) + ["--version", "--help"], "hostmark commands")
     eq(complete("dscpgw-hostmark", "status", "--"), help_options(HOSTMARK, "status"), "status' options")
 

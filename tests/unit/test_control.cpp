@@ -24,6 +24,8 @@
 #include "control/report.h"
 #include "control/sdnotify.h"
 #include "control/socket.h"
+#include "control/trace.h"
+#include "tests/unit/builder.h"
 
 namespace dscpgw {
 namespace {
@@ -591,6 +593,45 @@ TEST(Systemd, WorkerWatchNeedsEveryWorker) {
     rte_rcu_qsbr_quiescent(v, 0);
     EXPECT_TRUE(w.progressed());
     rte_free(v);
+}
+
+// The trace's header decoder: every layer of a Geneve frame over IPv6 carrying VLAN-less IPv4
+// RoCE, the outermost DSCP/ECN, and every prefix of it decoded without reading past what was
+// kept (the ASan run checks the reads).
+TEST(Trace, DecodesEveryLayerAndNeverReadsPastTheCapture) {
+    using test::PacketBuilder;
+    const test::Bytes inner = PacketBuilder()
+                                  .eth()
+                                  .ipv4("10.10.0.5", "10.20.0.9", 26 << 2 | 2)
+                                  .udp(49152, 4791)
+                                  .bth(0x81, 0x52)
+                                  .payload(16)
+                                  .build();
+    const test::Bytes frame = PacketBuilder()
+                                  .eth({2, 0, 0, 0, 0, 0xfe}, {2, 0, 0, 0, 0, 1}, 100)
+                                  .ipv6("2001:db8::1", "2001:db8::2", 48 << 2 | 3)
+                                  .udp(50000, 6081)
+                                  .geneve(100)
+                                  .raw(inner)
+                                  .build();
+    const FrameInfo fi = decode_frame(frame.data(), frame.size(), frame.size());
+    EXPECT_EQ(fi.dscp, 48);
+    EXPECT_EQ(fi.ecn, 3);
+    EXPECT_EQ(fi.headers,
+              "02:00:00:00:00:01 > 02:00:00:00:00:fe vlan 100 pcp 0 IPv6 2001:db8:0:0:0:0:0:1 > "
+              "2001:db8:0:0:0:0:0:2 dscp 48 ecn ce UDP 50000 > 6081 Geneve vni 100 | "
+              "02:00:00:00:10:02 > 02:00:00:00:10:01 IPv4 10.10.0.5 > 10.20.0.9 dscp 26 ecn ect0 "
+              "UDP 49152 > 4791 BTH opcode 0x81 (CNP) qp 0x52 psn 1");
+    for (size_t cap = 0; cap <= frame.size(); ++cap) {
+        std::vector<uint8_t> prefix(frame.begin(), frame.begin() + static_cast<long>(cap));
+        const FrameInfo p = decode_frame(prefix.data(), prefix.size(), frame.size());
+        EXPECT_FALSE(p.headers.empty()) << cap;
+        if (cap < frame.size()) {
+            EXPECT_NE(p.headers.find("..."), std::string::npos) << cap;
+        }
+    }
+    EXPECT_STREQ(ecn_name(2), "ect0");
+    EXPECT_STREQ(ecn_name(-1), "-");
 }
 
 }  // namespace
