@@ -88,6 +88,16 @@ void sched_run(const WorkerContext& c, const Snapshot& s, size_t port, SchedStag
 
 }  // namespace
 
+// One RX burst under an armed trace: its input headers kept, each matching packet recorded.
+template <typename Sink>
+__attribute__((noinline, cold)) void process_traced(const WorkerContext& c, const Snapshot& s,
+                                                    uint16_t port, rte_mbuf** pkts, uint16_t n,
+                                                    WorkerStats& st, BurstState& bs,
+                                                    const Sink& sink) {
+    TraceBurst tb(*c.trace, s, c.queue, port, pkts, n);
+    process_burst(s, port, pkts, n, st, bs, sink, tb);
+}
+
 int worker_main(void* arg) {
     const WorkerContext& c = *static_cast<const WorkerContext*>(arg);
     TxQueue txq[kMaxPorts];
@@ -124,15 +134,14 @@ int worker_main(void* arg) {
                 q.pkts[q.n++] = m;
                 if (q.n == kBurst) flush(c, out, q);
             };
-            // `ctl trace`: one load per burst of a line only arming writes.
+            // `ctl trace`: one load per burst of a line only arming writes; the traced burst is
+            // out of line, so that the usual one keeps its code and registers.
             if (unlikely(c.trace != nullptr &&
                          c.trace->armed.load(std::memory_order_acquire) != 0 &&
-                         (c.trace->port < 0 || c.trace->port == static_cast<int32_t>(p)))) {
-                TraceBurst tb(*c.trace, s, c.queue, static_cast<uint16_t>(p), pkts, n);
-                process_burst(s, static_cast<uint16_t>(p), pkts, n, st, bs, sink, tb);
-            } else {
+                         (c.trace->port < 0 || c.trace->port == static_cast<int32_t>(p))))
+                process_traced(c, s, static_cast<uint16_t>(p), pkts, n, st, bs, sink);
+            else
                 process_burst(s, static_cast<uint16_t>(p), pkts, n, st, bs, sink, NoObserver{});
-            }
             // Drain after each RX burst: latency stays one burst, and no timer is needed.
             for (size_t o = 0; o < nports; ++o) {
                 flush(c, o, txq[o]);

@@ -43,6 +43,14 @@ const Command kCtl{"ctl",
                     {"--config", "FILE", "take the socket from this configuration's [control]"}},
                    "COMMAND [ARGS] [--json]"};
 
+const Command kDoctor{
+    "doctor",
+    "check the host for the gateway: hugepages, NIC binding and IOMMU, lcores, MTU, ECN, RoCE NICs",
+    {{"--config", "FILE", "the configuration (default: /etc/dscpgw/dscpgw.toml if present)"},
+     {"--probe", nullptr, "ping each tunnel's remote VTEP with DF set at the tunnel's MTU"},
+     {"--json", nullptr, "the checks as JSON"},
+     {"--root", "DIR", "read /proc and /sys under DIR (containers, tests)"}}};
+
 void ctl_usage(std::FILE* f) {
     std::fprintf(f,
                  "%s"
@@ -65,7 +73,7 @@ void command_help(const Command& c) {
 }
 
 const dscpgw::cli::Program kProgram{
-    "dscpgw", {&kCheck, &kReplay, &kRun, &kCtl}, "", version, command_help};
+    "dscpgw", {&kCheck, &kReplay, &kRun, &kCtl, &kDoctor}, "", version, command_help};
 
 }  // namespace
 
@@ -231,6 +239,14 @@ int main(int argc, char** argv) {
     const cli::Command* c = inv.cmd;
     const cli::Parsed& p = inv.args;
     if (c == &kCtl) return cmd_ctl(p);
+    if (c == &kDoctor) {
+        DoctorOptions d;
+        d.config = p.get("--config");
+        d.root = p.get("--root");
+        d.json = p.has("--json");
+        d.probe = p.has("--probe");
+        return cmd_doctor(d);
+    }
     ReplayOptions o;
     o.config = p.get("--config");
     if (o.config.empty()) return kProgram.usage_error(*c, "--config FILE is required").exit_code;

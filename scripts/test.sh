@@ -90,6 +90,8 @@ pysuite live-qos "a Linux TCP flow with and without ECN through the 100 Mbit/s s
   tests/interop/test_live_qos.py "$PWD/build/dscpgw"
 pysuite hostmark "dscpgw-hostmark's eBPF classifier on a veth between namespaces" \
   tests/hostmark/test_hostmark.py "$PWD/build/hostmark/dscpgw-hostmark"
+pysuite doctor "dscpgw doctor against fake /proc and /sys roots; the path MTU probe between namespaces" \
+  tests/doctor/test_doctor.py "$PWD/build/dscpgw"
 pysuite package "the Debian package: dpkg-buildpackage, contents, packaged binaries, lintian; man pages, completion" \
   tests/package/test_package.py "$PWD/build"
 pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, reloads under load" \
