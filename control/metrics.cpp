@@ -17,6 +17,8 @@ using Labels = std::vector<ClientMetric::Label>;
 
 class Families {
   public:
+    explicit Families(uint64_t tsc_hz)
+        : cycle_seconds_(tsc_hz != 0 ? 1.0 / static_cast<double>(tsc_hz) : 0) {}
     MetricFamily& family(std::string name, std::string help, MetricType type) {
         out_.push_back(MetricFamily{std::move(name), std::move(help), type, {}});
         return out_.back();
@@ -79,8 +81,12 @@ class Families {
                     l.insert(l.end(), x.begin(), x.end());
                 }
                 if (label != nullptr) l.push_back({label, label_of(it)});
-                // Time is counted in nanoseconds and exposed in seconds (the families' names).
-                const double scale = Family::info[e].unit == "nanoseconds" ? 1e-9 : 1.0;
+                // Time is counted in nanoseconds or TSC cycles and exposed in seconds (the
+                // families' names).
+                const std::string_view unit = Family::info[e].unit;
+                const double scale = unit == "nanoseconds" ? 1e-9
+                                     : unit == "cycles"    ? cycle_seconds_
+                                                           : 1.0;
                 add(*fam[e], static_cast<double>(v[e]) * scale, std::move(l));
             }
         }
@@ -90,6 +96,7 @@ class Families {
     }
 
   private:
+    double cycle_seconds_;
     std::deque<MetricFamily> out_;  // Stable addresses while families are added.
 };
 
@@ -121,7 +128,7 @@ std::string local_replies_help() {
 }
 
 std::vector<MetricFamily> metric_families(const Report& r) {
-    Families f;
+    Families f(r.tsc_hz);
     constexpr auto C = MetricType::Counter;
     constexpr auto G = MetricType::Gauge;
     f.gauge("dscpgw_build_info", "dscpgw's version and the DPDK it runs on; always 1.", 1,
@@ -166,13 +173,6 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     const auto tunnel_name = [](const TunnelReport& t) { return t.name; };
     f.list<TunnelCounter>("tunnel", r.tunnels, tunnel_name,
                           [](const TunnelReport& t) { return t.t; });
-    MetricFamily& cnp_rate =
-        f.family("dscpgw_tunnel_cnp_packets_per_second",
-                 "CNPs per second through the tunnel over the last second, by direction.", G);
-    for (const TunnelReport& t : r.tunnels) {
-        Families::add(cnp_rate, t.cnp_encap_rate, {{"direction", "encap"}, {"tunnel", t.name}});
-        Families::add(cnp_rate, t.cnp_decap_rate, {{"direction", "decap"}, {"tunnel", t.name}});
-    }
 
     f.list<PolicerCounter>(
         "policer", r.policers, [](const PolicerReport& p) { return p.name; },
@@ -216,7 +216,7 @@ std::vector<MetricFamily> metric_families(const Report& r) {
     MetricFamily& drops = f.family("dscpgw_drops_total", drops_help(), C);
     for (size_t i = 1; i < kDropReasonCount; ++i)
         Families::add(drops, d(r.drops[i]), {{"reason", std::string(kDropReasonInfo[i].name)}});
-    MetricFamily& local = f.family("dscpgw_local_replies_total", local_replies_help(), C);
+    MetricFamily& local = f.family("dscpgw_local_packets_total", local_replies_help(), C);
     for (size_t i = 1; i < kLocalReplyCount; ++i)
         Families::add(local, d(r.local_replies[i]),
                       {{"kind", std::string(kLocalReplyInfo[i].name)}});

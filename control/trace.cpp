@@ -185,6 +185,10 @@ std::string hex(const uint8_t* p, size_t n) {
 }
 
 constexpr const char* kColours[] = {"green", "yellow", "red"};
+// EnqAction (dataplane/sched.h), as JSON names and as replay --trace's queue_drop= words.
+constexpr const char* kQueueActions[] = {"queued",       "marked",       "drop_limit",
+                                         "drop_not_ect", "drop_buffers", "bypass"};
+constexpr const char* kQueueDrops[] = {"", "", "limit", "ecn_not_ect", "buffers", ""};
 
 }  // namespace
 
@@ -212,6 +216,13 @@ std::string trace_verdict(const TraceRecord& r, const std::vector<std::string>& 
     if (r.outer_remarked) o += " outer_dscp_remarked";
     if (r.ce_marked) o += " ce_marked";
     if (r.colour >= 0 && r.colour < 3) o += std::string(" colour=") + kColours[r.colour];
+    // The egress queue, as replay --trace shows it.
+    if (r.queue[0] != '\0') {
+        o += std::string(" queue=") + r.queue + " depth=" + std::to_string(r.queue_depth);
+        if (r.queue_action < std::size(kQueueActions) && r.queue_action != 0)
+            o += r.queue_action == 1 ? std::string(" ce")
+                                     : std::string(" queue_drop=") + kQueueDrops[r.queue_action];
+    }
     return o;
 }
 
@@ -268,6 +279,14 @@ std::string trace_record_json(size_t seq, const TraceRecord& r,
                              : std::string("null"));
     o += ",\"colour\":" +
          (r.colour >= 0 && r.colour < 3 ? jstr(kColours[r.colour]) : std::string("null"));
+    o += ",\"queue\":" +
+         (r.queue[0] != '\0'
+              ? "{\"name\":" + jstr(r.queue) + ",\"depth_bytes\":" + std::to_string(r.queue_depth) +
+                    ",\"action\":" +
+                    jstr(r.queue_action < std::size(kQueueActions) ? kQueueActions[r.queue_action]
+                                                                   : "?") +
+                    "}"
+              : std::string("null"));
     o += std::string(",\"outer_dscp_remarked\":") + (r.outer_remarked ? "true" : "false") +
          ",\"ce_marked\":" + (r.ce_marked ? "true" : "false");
     o += ",\"in\":{\"length\":" + std::to_string(r.in_len) + ",\"headers\":\"" +

@@ -10,7 +10,8 @@
 // Adding a counter is one entry here plus its increment; storage, reset, aggregation across
 // workers and reloads, the Prometheus families, the ctl columns and keys, telemetry and the docs
 // follow (control/report.h, control/metrics.cpp, control/render.cpp, control/telemetry.cpp).
-// Names are a contract: add, never rename.
+// Names are a contract: add, never rename (issue 16 renamed a few once, before 1.0; see
+// docs/metrics.md, Renamed).
 //
 // A new family (per queue, per policer, ...) is a list and a DSCPGW_FAMILY here, a CounterBlock
 // in WorkerStats (dataplane/stats.h), Totals in its report row (control/report.h), and one call
@@ -28,13 +29,15 @@ namespace dscpgw {
 
 // Per tunnel, in the snapshot's counter bank (kept per tunnel name across reloads).
 #define DSCPGW_TUNNEL_COUNTERS(X)                                                            \
-    X(encap_packets, "tunnel_encap_packets_total", "", "packets", "ENCAP_PKTS",              \
-      "Packets encapsulated into the tunnel.")                                               \
-    X(encap_bytes, "tunnel_encap_bytes_total", "", "bytes", "",                              \
-      "Bytes sent into the tunnel, outer headers included.")                                 \
-    X(decap_packets, "tunnel_decap_packets_total", "", "packets", "DECAP_PKTS",              \
+    X(encap_packets, "tunnel_packets_total", "direction=encap", "packets", "ENCAP_PKTS",     \
+      "Packets through the tunnel, by direction: encap = encapsulated into it, decap = "     \
+      "decapsulated from it.")                                                               \
+    X(encap_bytes, "tunnel_bytes_total", "direction=encap", "bytes", "",                     \
+      "Bytes through the tunnel, by direction: encap = sent into it, outer headers "         \
+      "included; decap = the inner frames out of it.")                                       \
+    X(decap_packets, "tunnel_packets_total", "direction=decap", "packets", "DECAP_PKTS",     \
       "Packets decapsulated from the tunnel.")                                               \
-    X(decap_bytes, "tunnel_decap_bytes_total", "", "bytes", "",                              \
+    X(decap_bytes, "tunnel_bytes_total", "direction=decap", "bytes", "",                     \
       "Bytes of the inner frames out of the tunnel.")                                        \
     X(outer_dscp_remarked, "tunnel_outer_dscp_remarked_total", "", "packets", "BLEACHED",    \
       "Tunnel packets whose outer DSCP differs from the one the far end sets: a network in " \
@@ -145,18 +148,20 @@ namespace dscpgw {
 // Per worker.
 #define DSCPGW_WORKER_COUNTERS(X)                                                               \
     X(rx_packets, "worker_packets_total", "", "packets", "RX_PKTS",                             \
-      "Packets the worker received (busy cycles divided by packets is cycles per packet).")     \
-    X(busy_cycles, "worker_busy_cycles_total", "", "cycles", "",                                \
-      "TSC cycles the worker spent on polls that received packets.")                            \
-    X(idle_cycles, "worker_idle_cycles_total", "", "cycles", "",                                \
-      "TSC cycles the worker spent on empty polls.")                                            \
+      "Packets the worker received (busy seconds times dscpgw_tsc_hertz, divided by packets, "  \
+      "is cycles per packet).")                                                                 \
+    X(busy_cycles, "worker_cpu_seconds_total", "state=busy", "cycles", "",                      \
+      "Time the worker spent polling, by state: busy = polls that received packets, idle = "    \
+      "empty polls (counted in TSC cycles, exposed in seconds).")                               \
+    X(idle_cycles, "worker_cpu_seconds_total", "state=idle", "cycles", "",                      \
+      "Time the worker spent on empty polls.")                                                  \
     X(polls, "worker_polls_total", "", "polls", "POLLS", "Poll loop iterations of the worker.") \
     X(flow_evictions, "worker_flow_evictions_total", "", "flows", "EVICTIONS",                  \
       "RoCE conversations the worker's flow table evicted to make room (raise [metrics] flows " \
       "if it grows steadily).")
 
 // Frames for the gateway's own addresses, by what became of them: X(name, kind, help), counted
-// in `local_replies_total{kind}`.
+// in `local_packets_total{kind}` (answered, or consumed: a neighbor's MAC learned, a path MTU).
 #define DSCPGW_LOCAL_REPLIES(X)                                                              \
     X(arp, "arp_reply", "ARP requests for a port's IPv4 address, answered.")                 \
     X(icmp_echo, "icmp_echo_reply", "ICMP echo requests to a port's address, answered.")     \

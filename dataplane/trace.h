@@ -38,7 +38,11 @@ struct TraceRecord {
     uint64_t tsc = 0;
     uint32_t in_len = 0, out_len = 0;
     uint16_t in_cap = 0, out_cap = 0;  // How much of in/out holds the frame (out: 0 if dropped).
-    char cls[kTraceName] = {}, tunnel[kTraceName] = {};
+    // A shaped port's egress queue: which, its depth before the packet, what it did (EnqAction:
+    // queued, marked, drop_limit, drop_not_ect, drop_buffers); queue[0] == 0: not queued.
+    uint8_t queue_action = 0;
+    uint64_t queue_depth = 0;
+    char cls[kTraceName] = {}, tunnel[kTraceName] = {}, queue[kTraceName] = {};
     uint8_t in[kTraceHeader] = {}, out[kTraceHeader] = {};
 };
 
@@ -61,14 +65,43 @@ inline void trace_name(char (&dst)[kTraceName], std::string_view s) {
     dst[n] = '\0';
 }
 
+// Records a traced burst left for the egress scheduler: they become ready once their queue is
+// known (sched_run, in the same poll). Local to one worker.
+struct TracePending {
+    uint16_t n = 0;
+    const rte_mbuf* m[kTraceBurst];
+    TraceRecord* rec[kTraceBurst];
+
+    // After the scheduler took (or dropped) `mb` into `queue` of `depth` bytes.
+    void queued(const rte_mbuf* mb, std::string_view queue, uint64_t depth, uint8_t action) {
+        for (uint16_t k = 0; k < n; ++k) {
+            if (m[k] != mb) continue;
+            TraceRecord& r = *rec[k];
+            trace_name(r.queue, queue);
+            r.queue_depth = depth;
+            r.queue_action = action;
+            r.ready.store(1, std::memory_order_release);
+            m[k] = m[n - 1];
+            rec[k] = rec[n - 1];
+            --n;
+            return;
+        }
+    }
+    // What the scheduler did not see (none, normally): ready without a queue.
+    void finish() {
+        for (uint16_t k = 0; k < n; ++k) rec[k]->ready.store(1, std::memory_order_release);
+        n = 0;
+    }
+};
+
 // One traced RX burst: the input headers copied before processing, then, as the burst code's
 // observer (called once per packet, in order, after processing), a slot filled for each packet
 // that matches until the count is reached.
 class TraceBurst {
   public:
     TraceBurst(TraceShared& t, const Snapshot& s, uint16_t worker, uint16_t rx_port,
-               rte_mbuf* const* pkts, uint16_t n)
-        : t_(t), s_(s), worker_(worker), rx_port_(rx_port) {
+               rte_mbuf* const* pkts, uint16_t n, TracePending& pending)
+        : t_(t), s_(s), pending_(pending), worker_(worker), rx_port_(rx_port) {
         n_ = std::min(n, kTraceBurst);
         for (uint16_t k = 0; k < n_; ++k) {
             const rte_mbuf* m = pkts[k];
@@ -118,12 +151,23 @@ class TraceBurst {
         r.out_len = sent ? m->pkt_len : 0;
         r.out_cap = sent ? static_cast<uint16_t>(std::min<size_t>(m->data_len, kTraceHeader)) : 0;
         std::memcpy(r.out, rte_pktmbuf_mtod(m, const uint8_t*), r.out_cap);
+        r.queue[0] = '\0';
+        r.queue_action = 0;
+        r.queue_depth = 0;
+        // Forwarded to a shaped port: ready once its egress queue is known.
+        if (sent && v.local == LocalReply::none && (s_.shaped_ports >> v.out_port & 1u) != 0 &&
+            pending_.n < kTraceBurst) {
+            pending_.m[pending_.n] = m;
+            pending_.rec[pending_.n++] = &r;
+            return;
+        }
         r.ready.store(1, std::memory_order_release);
     }
 
   private:
     TraceShared& t_;
     const Snapshot& s_;
+    TracePending& pending_;
     uint16_t worker_, rx_port_;
     uint16_t n_ = 0, i_ = 0;
     uint16_t in_cap_[kTraceBurst];

@@ -72,13 +72,18 @@ void sched_drain(const WorkerContext& c, const Snapshot& s, size_t port, PortSch
 
 // Queues a burst's packets for `port` and sends what may go now.
 void sched_run(const WorkerContext& c, const Snapshot& s, size_t port, SchedStage& stage,
-               uint64_t now) {
+               uint64_t now, TracePending& traced) {
     if (stage.n == 0) return;
     PortSched& ps = *s.scheds[port];
     ConfigCounters& cc = c.stats->bank[s.bank];
     ps.lock();
     for (uint16_t i = 0; i < stage.n; ++i) {
         const EnqResult r = ps.enqueue(s, static_cast<uint16_t>(port), stage.pkts[i], now, cc);
+        if (unlikely(traced.n != 0) && r.queue >= 0)  // `ctl trace`: the queue it entered.
+            traced.queued(
+                stage.pkts[i],
+                s.queues[s.sched_plans[port].first_queue + static_cast<size_t>(r.queue)].name,
+                r.depth, static_cast<uint8_t>(r.action));
         if (dropped(r.action)) rte_pktmbuf_free(stage.pkts[i]);
     }
     stage.n = 0;
@@ -86,22 +91,44 @@ void sched_run(const WorkerContext& c, const Snapshot& s, size_t port, SchedStag
     ps.unlock();
 }
 
-}  // namespace
+// A processed packet to its port: the egress scheduler's stage of a shaped port (its own
+// traffic excepted), else the port's TX queue.
+inline void to_port(const WorkerContext& c, const Snapshot& s, uint16_t out, rte_mbuf* m,
+                    TxQueue* txq, SchedStage* stage, uint64_t t0, TracePending& traced) {
+    if ((s.shaped_ports >> out & 1u) != 0 && m->hash.sched.traffic_class != kSchedOther) {
+        SchedStage& g = stage[out];
+        g.pkts[g.n++] = m;
+        if (g.n == kBurst) sched_run(c, s, out, g, t0, traced);
+        return;
+    }
+    TxQueue& q = txq[out];
+    q.pkts[q.n++] = m;
+    if (q.n == kBurst) flush(c, out, q);
+}
 
 // One RX burst under an armed trace: its input headers kept, each matching packet recorded.
-template <typename Sink>
-__attribute__((noinline, cold)) void process_traced(const WorkerContext& c, const Snapshot& s,
-                                                    uint16_t port, rte_mbuf** pkts, uint16_t n,
-                                                    WorkerStats& st, BurstState& bs,
-                                                    const Sink& sink) {
-    TraceBurst tb(*c.trace, s, c.queue, port, pkts, n);
-    process_burst(s, port, pkts, n, st, bs, sink, tb);
+// The burst state goes in and comes back by value, so that the worker's own never has its
+// address taken.
+__attribute__((noinline, cold)) BurstState process_traced(const WorkerContext& c, const Snapshot& s,
+                                                          uint16_t port, rte_mbuf** pkts,
+                                                          uint16_t n, WorkerStats& st,
+                                                          BurstState bs, TxQueue* txq,
+                                                          SchedStage* stage, uint64_t t0,
+                                                          TracePending& pending) {
+    TraceBurst tb(*c.trace, s, c.queue, port, pkts, n, pending);
+    process_burst(
+        s, port, pkts, n, st, bs,
+        [&](uint16_t out, rte_mbuf* m) { to_port(c, s, out, m, txq, stage, t0, pending); }, tb);
+    return bs;
 }
+
+}  // namespace
 
 int worker_main(void* arg) {
     const WorkerContext& c = *static_cast<const WorkerContext*>(arg);
     TxQueue txq[kMaxPorts];
     SchedStage stage[kMaxPorts];
+    TracePending traced;  // `ctl trace` records waiting for their egress queue (this poll only).
     BurstState bs;
     bs.flows = c.flows;
     // The `adaptive` rules' flow rates: this worker's, allocated once before the loop.
@@ -122,31 +149,28 @@ int worker_main(void* arg) {
             const uint16_t n = rte_eth_rx_burst(c.eth_port[p], c.queue, pkts, kBurst);
             if (n == 0) continue;
             got += n;
-            const auto sink = [&](uint16_t out, rte_mbuf* m) {
-                if ((s.shaped_ports >> out & 1u) != 0 &&
-                    m->hash.sched.traffic_class != kSchedOther) {
-                    SchedStage& g = stage[out];
-                    g.pkts[g.n++] = m;
-                    if (g.n == kBurst) sched_run(c, s, out, g, t0);
-                    return;
-                }
-                TxQueue& q = txq[out];
-                q.pkts[q.n++] = m;
-                if (q.n == kBurst) flush(c, out, q);
-            };
-            // `ctl trace`: one load per burst of a line only arming writes; the traced burst is
-            // out of line, so that the usual one keeps its code and registers.
+            // `ctl trace`: one load per burst of a line only arming writes. The traced burst is
+            // out of line and gets copies, not the addresses, of this loop's scalars: locals
+            // whose address escaped would be reloaded after every call of the packet path.
             if (unlikely(c.trace != nullptr &&
                          c.trace->armed.load(std::memory_order_acquire) != 0 &&
-                         (c.trace->port < 0 || c.trace->port == static_cast<int32_t>(p))))
-                process_traced(c, s, static_cast<uint16_t>(p), pkts, n, st, bs, sink);
-            else
-                process_burst(s, static_cast<uint16_t>(p), pkts, n, st, bs, sink, NoObserver{});
+                         (c.trace->port < 0 || c.trace->port == static_cast<int32_t>(p)))) {
+                bs = process_traced(c, s, static_cast<uint16_t>(p), pkts, n, st, bs, txq, stage, t0,
+                                    traced);
+            } else {
+                process_burst(
+                    s, static_cast<uint16_t>(p), pkts, n, st, bs,
+                    [&](uint16_t out, rte_mbuf* m) {
+                        to_port(c, s, out, m, txq, stage, t0, traced);
+                    },
+                    NoObserver{});
+            }
             // Drain after each RX burst: latency stays one burst, and no timer is needed.
             for (size_t o = 0; o < nports; ++o) {
                 flush(c, o, txq[o]);
-                sched_run(c, s, o, stage[o], t0);
+                sched_run(c, s, o, stage[o], t0, traced);
             }
+            if (unlikely(traced.n != 0)) traced.finish();
         }
         // Shaped ports send as their tokens come, whoever's poll it is; a worker that finds
         // another one at it goes on.

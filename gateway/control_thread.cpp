@@ -1,7 +1,7 @@
 #include "gateway/control_thread.h"
 
-#include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
+#include <CivetServer.h>
+#include <prometheus/text_serializer.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -54,15 +54,29 @@ std::string civet_port(const std::string& listen) {
 constexpr const char* kMetricsThreads = "8";
 constexpr const char* kMetricsRequestTimeoutMs = "5000";
 
-class Collector : public prometheus::Collectable {
+}  // namespace
+
+// GET /metrics: the gateway's families in Prometheus' text format, and nothing else (a
+// prometheus-cpp Exposer would add its own unprefixed exposer_* families to every scrape).
+class MetricsHandler : public CivetHandler {
   public:
-    explicit Collector(std::function<std::vector<prometheus::MetricFamily>()> f)
+    explicit MetricsHandler(std::function<std::vector<prometheus::MetricFamily>()> f)
         : f_(std::move(f)) {}
-    std::vector<prometheus::MetricFamily> Collect() const override { return f_(); }
+    bool handleGet(CivetServer*, mg_connection* conn) override {
+        const std::string body = prometheus::TextSerializer().Serialize(f_());
+        mg_printf(conn,
+                  "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                  body.size());
+        mg_write(conn, body.data(), body.size());
+        return true;
+    }
 
   private:
     std::function<std::vector<prometheus::MetricFamily>()> f_;
 };
+
+namespace {
 
 void log_line(Log t, const std::string& s, uint32_t level = RTE_LOG_INFO) {
     log_msg(t, level, "%s", s.c_str());
@@ -85,19 +99,19 @@ ControlPlane::ControlPlane(ControlSetup setup) : setup_(std::move(setup)) {
 
     server_ = std::make_unique<ControlServer>(setup_.cfg.control_socket);
     if (!setup_.cfg.metrics_listen.empty()) {
-        collectable_ = std::make_shared<Collector>([this] {
+        metrics_handler_ = std::make_unique<MetricsHandler>([this] {
             std::lock_guard<std::mutex> g(mu_);
             return metric_families(gather(false, true));
         });
         try {
-            exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+            http_ = std::make_unique<CivetServer>(std::vector<std::string>{
                 "listening_ports", civet_port(setup_.cfg.metrics_listen), "num_threads",
                 kMetricsThreads, "request_timeout_ms", kMetricsRequestTimeoutMs});
         } catch (const std::exception& e) {
             throw std::runtime_error("[metrics] listen = \"" + setup_.cfg.metrics_listen +
                                      "\": cannot listen there: " + e.what());
         }
-        exposer_->RegisterCollectable(collectable_, "/metrics");
+        http_->addHandler("/metrics", metrics_handler_.get());
         log_line(Log::control, "metrics: http://" + setup_.cfg.metrics_listen + "/metrics");
     }
     // Last of what can fail: a throw above leaves nothing behind (members clean up themselves).
@@ -128,8 +142,8 @@ ControlPlane::~ControlPlane() {
         std::lock_guard<std::mutex> g(g_instance_mu);
         g_instance = nullptr;
     }
-    exposer_.reset();  // Stops the HTTP threads before what they read goes.
-    collectable_.reset();
+    http_.reset();  // Stops the HTTP threads before what they read goes.
+    metrics_handler_.reset();
     server_.reset();
     rte_free(rcu_);
 }

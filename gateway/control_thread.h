@@ -27,13 +27,11 @@ struct rte_mempool;
 struct rte_rcu_qsbr;
 struct rte_tel_data;
 
-namespace prometheus {
-class Exposer;
-class Collectable;
-}  // namespace prometheus
+class CivetServer;
 
 namespace dscpgw {
 
+class MetricsHandler;
 class NeighborTable;
 
 struct ControlSetup {
@@ -123,8 +121,8 @@ class ControlPlane {
     uint64_t sd_watchdog_tsc_ = 0, sd_status_tsc_ = 0, sd_progress_tsc_ = 0;
     uint64_t sd_rx_ = 0, sd_tx_ = 0;  // Ports' packets at the last STATUS.
     std::unique_ptr<ControlServer> server_;
-    std::shared_ptr<prometheus::Collectable> collectable_;
-    std::unique_ptr<prometheus::Exposer> exposer_;
+    std::unique_ptr<MetricsHandler> metrics_handler_;
+    std::unique_ptr<CivetServer> http_;  // The Prometheus endpoint ([metrics] listen).
 };
 
 }  // namespace dscpgw

@@ -133,7 +133,7 @@ def main():
         with urllib.request.urlopen("http://127.0.0.1:9550/metrics", timeout=5) as r:
             for line in r.read().decode().splitlines():
                 if line.startswith(("dscpgw_class_packets_total", "dscpgw_tunnel_cnp_packets_total", "dscpgw_queue_",
-                                    "dscpgw_tunnel_encap_packets_total", "dscpgw_config_generation")):
+                                    "dscpgw_tunnel_packets_total", "dscpgw_config_generation")):
                     print("  " + line)
     finally:
         if gw is not None and gw.poll() is None:

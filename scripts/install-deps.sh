@@ -8,8 +8,8 @@ packages=(
   # Build, and the formatting check of the test run.
   build-essential meson ninja-build pkg-config clang libclang-rt-14-dev clang-format
   libdpdk-dev dpdk libtomlplusplus-dev libpcap-dev
-  # The control plane: the Prometheus exposer (civetweb inside prometheus-cpp-pull).
-  prometheus-cpp-dev
+  # The control plane: Prometheus' data model and text format (prometheus-cpp), served by civetweb.
+  prometheus-cpp-dev libcivetweb-dev
   # dscpgw-hostmark: libbpf, the BPF skeleton generator (libbpf's pkg-config file names libelf/zlib).
   libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
   # Tests and benchmarks.

@@ -399,7 +399,11 @@ def pcap_suite():
             eq(metric(text, "dscpgw_port_up", port="wan"), 1.0, "link state")
             eq(metric(text, "dscpgw_worker_packets_total", worker="0"), float(total + 1),
                "worker packets (the workload and the underlay's ICMP error)")
-            assert metric(text, "dscpgw_worker_busy_cycles_total", worker="0") > 0, "busy cycles"
+            assert metric(text, "dscpgw_worker_cpu_seconds_total", worker="0", state="busy") > 0, "busy seconds"
+            assert metric(text, "dscpgw_worker_cpu_seconds_total", worker="0", state="idle") > 0, "idle seconds"
+            eq(metric(text, "dscpgw_tunnel_packets_total", tunnel="az1", direction="encap"), 87.0, "az1 encap")
+            assert "exposer_" not in text and all(ln.startswith(("dscpgw_", "# HELP dscpgw_", "# TYPE dscpgw_"))
+                                                  for ln in text.splitlines() if ln), "only dscpgw_ families"
             eq(metric(text, "dscpgw_config_generation"), 1.0, "generation")
             eq(metric(text, "dscpgw_build_info", version="0.1.0") is not None, True, "build info")
             eq(metric(text, "dscpgw_flows_tracked"), 3.0, "flows tracked")
@@ -488,6 +492,10 @@ def pcap_suite():
                             assert name in exported, f"dashboard uses {name}, which the gateway does not export"
                         n += 1
                 assert n >= 15, f"only {n} dashboard queries"
+                # ... and has a view of every family the gateway exports.
+                used = {m for panel in dash["panels"] for t in panel["targets"]
+                        for m in re.findall(r"\b(dscpgw_[a-z0-9_]+)", t["expr"])}
+                eq(sorted(exported - used), [], "families the dashboard shows nowhere")
                 # The shipped alert rules load and evaluate against the live gateway's series
                 # (health ok), use only exported metrics, and none fires on this healthy one
                 # (its 4 no_route drops are far below the drop alert's rate).
@@ -501,7 +509,10 @@ def pcap_suite():
                 for x in rules:
                     for name in re.findall(r"\b(dscpgw_[a-z0-9_]+)", x["query"]):
                         assert name in exported, f"alert {x['name']} uses {name}, which the gateway does not export"
-                eq([x["name"] for x in rules if x["state"] != "inactive"], [], "alerts firing on a healthy gateway")
+                eq([x["name"] for x in rules if x.get("state", "inactive") != "inactive"], [],
+                   "alerts firing on a healthy gateway")
+                assert {"dscpgw:tunnel_cnp_packets:rate1m", "dscpgw:worker_cycles_per_packet:rate1m"} <= \
+                    {x["name"] for x in rules if x["type"] == "recording"}, rules
             finally:
                 p.terminate()
                 p.wait(timeout=30)
@@ -888,6 +899,31 @@ def live_trace():
         # Still forwarding, and a trace after all of that works.
         eq(len(re.findall(r"^#\d+ ", ctl(gw.sock, "trace", "--count", "2").stdout, re.M)), 2, "again")
         eq(gw.p.poll(), None, "still running")
+    finally:
+        gw.stop()
+    # A shaped wan port: each record names the egress queue, its depth and what it did.
+    wan = 'mac = "02:00:00:00:00:01"\nmtu = 9000\n'
+    assert wan in body
+    shaped = body.replace(wan, wan + 'rate = "100Mbps"\n') + (
+        '\n[[queues]]\nport = "wan"\nname = "cnp"\nclasses = ["roce-cnp"]\npriority = "strict"\n'
+        '\n[[queues]]\nport = "wan"\nname = "default"\nclasses = ["*"]\n')
+    gw = Gateway("trace-q", shaped)
+    try:
+        j = json.loads(ctl(gw.sock, "trace", "--count", "40", "--json").stdout)
+        eq(j["recorded"], 40, "40 records")
+        sent = [r for r in j["records"] if r["verdict"] == "encap"]
+        assert sent, j
+        for r in sent:
+            q = r["queue"]
+            assert q is not None, r
+            eq(q["name"], "cnp" if r["class"] == "roce-cnp" else "default", "the class's queue")
+            assert q["action"] in ("queued", "marked", "drop_limit", "drop_not_ect", "drop_buffers"), q
+        assert any(r["queue"]["depth_bytes"] > 0 for r in sent), "the shaper holds a backlog"
+        for r in j["records"]:
+            if r["verdict"] == "drop":
+                eq(r["queue"], None, "a dataplane drop never reaches a queue")
+        text = ctl(gw.sock, "trace", "--count", "3", "--class", "roce-data").stdout
+        assert re.search(r"^#1 .* encap port=wan queue=default depth=\d+", text, re.M), text
     finally:
         gw.stop()
 

@@ -5,6 +5,7 @@ decoded by scapy (and tshark where noted), never by the code under test.
 Usage: test_replay.py [DSCPGW_BINARY]. Prints PASS/FAIL/SKIP per test and a summary line.
 """
 import logging
+import json
 import os
 import re
 import shutil
@@ -1356,7 +1357,15 @@ def run_on_pcap_vdevs_matches_replay_and_stops_cleanly():
     for sig in (signal.SIGINT, signal.SIGTERM):
         p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        time.sleep(2.5)
+        # Until the workers have taken every frame from both captures (a fixed sleep is too short
+        # for a ThreadSanitizer build on a loaded machine), then the signal.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            q = subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/run.sock", "stats", "--json"],
+                               capture_output=True, text=True, timeout=30)
+            if q.returncode == 0 and sum(x["rx_packets"] for x in json.loads(q.stdout)["ports"]) >= 302:
+                break
+            time.sleep(0.2)
         eq(p.poll(), None, "still running before the signal")
         p.send_signal(sig)
         out, err = p.communicate(timeout=30)
