@@ -398,6 +398,7 @@ TEST(CounterLists, EveryEntryReachesEveryRendering) {
     Report r;
     fill_counters(r, *s, NamedTotals{}, {w.get()});
     r.version = "t";
+    r.tsc_hz = 1;
     const std::string prom = prometheus::TextSerializer().Serialize(metric_families(r));
     const std::string json = render_json(r, CtlCommand::stats);
     const std::string text = render_text(r, CtlCommand::stats);
@@ -417,7 +418,8 @@ TEST(CounterLists, EveryEntryReachesEveryRendering) {
             sample.pop_back();
         else
             sample.back() = '}';
-        // Nanoseconds are exposed in seconds (the sample is there; its value scaled).
+        // Nanoseconds are exposed in seconds (the sample is there; its value scaled); TSC
+        // cycles too, divided by the TSC frequency (1 Hz here: the value itself).
         const std::string exposed = c.unit == "nanoseconds" ? "" : value + "\n";
         EXPECT_NE(prom.find(sample + (label != nullptr ? "} " : " ") + exposed), std::string::npos)
             << sample << " " << value << "\n"
