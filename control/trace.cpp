@@ -226,6 +226,13 @@ std::string trace_verdict(const TraceRecord& r, const std::vector<std::string>& 
     return o;
 }
 
+std::string trace_headers(const FrameInfo& in, uint32_t in_len, const FrameInfo* out,
+                          uint32_t out_len) {
+    std::string o = "    in  " + std::to_string(in_len) + " B: " + in.headers + "\n";
+    if (out != nullptr) o += "    out " + std::to_string(out_len) + " B: " + out->headers + "\n";
+    return o;
+}
+
 std::string trace_record_text(size_t seq, const TraceRecord& r,
                               const std::vector<std::string>& ports) {
     const FrameInfo in = decode_frame(r.in, r.in_cap, r.in_len);
@@ -243,9 +250,7 @@ std::string trace_record_text(size_t seq, const TraceRecord& r,
     o += "class=" + cls + " dscp=" + dscp + " ecn=" + ecn_name(in.ecn) +
          (r.out_cap != 0 ? std::string("->") + ecn_name(out.ecn) : std::string()) +
          " tunnel=" + (r.tunnel[0] != '\0' ? r.tunnel : "-") + " " + trace_verdict(r, ports) + "\n";
-    o += "    in  " + std::to_string(r.in_len) + " B: " + in.headers + "\n";
-    if (r.out_cap != 0) o += "    out " + std::to_string(r.out_len) + " B: " + out.headers + "\n";
-    return o;
+    return o + trace_headers(in, r.in_len, r.out_cap != 0 ? &out : nullptr, r.out_len);
 }
 
 std::string trace_record_json(size_t seq, const TraceRecord& r,

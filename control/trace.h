@@ -29,6 +29,11 @@ const char* ecn_name(int ecn);
 // "decap port=lan", "drop=REASON", "reply=NAME port=P", and the flags after them.
 std::string trace_verdict(const TraceRecord& r, const std::vector<std::string>& ports);
 
+// The two lines under a trace line: "    in  74 B: ..." and, when something was sent, "    out
+// ...".
+std::string trace_headers(const FrameInfo& in, uint32_t in_len, const FrameInfo* out,
+                          uint32_t out_len);
+
 // One record: a line of fields, then the headers in and out (text); or one JSON object.
 std::string trace_record_text(size_t seq, const TraceRecord& r,
                               const std::vector<std::string>& ports);

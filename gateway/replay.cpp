@@ -346,12 +346,13 @@ int cmd_replay(const ReplayOptions& o) {
                 // The queues first send what left before this frame arrived.
                 advance(times[k], tx);
                 std::string line;
-                // The ECN as received, from the trace's own header decoder.
-                const int ecn_in = o.trace
-                                       ? decode_frame(rte_pktmbuf_mtod(burst[k], const uint8_t*),
-                                                      burst[k]->data_len, burst[k]->pkt_len)
-                                             .ecn
-                                       : -1;
+                // The headers and ECN as received, from the live trace's own decoder.
+                const FrameInfo hdr_in =
+                    o.trace ? decode_frame(rte_pktmbuf_mtod(burst[k], const uint8_t*),
+                                           burst[k]->data_len, burst[k]->pkt_len)
+                            : FrameInfo{};
+                const uint32_t in_len = burst[k]->pkt_len;
+                std::string headers;
                 process_burst(
                     *snap, static_cast<uint16_t>(rx_port), burst + k, 1, *stats[w], bs[w],
                     [&](uint16_t port, rte_mbuf* m) {
@@ -371,14 +372,16 @@ int cmd_replay(const ReplayOptions& o) {
                         const bool sent = v.drop == DropReason::none &&
                                           v.local != LocalReply::learned &&
                                           v.local != LocalReply::path_mtu;
-                        const int ecn_out = sent ? decode_frame(rte_pktmbuf_mtod(m, const uint8_t*),
-                                                                m->data_len, m->pkt_len)
-                                                       .ecn
-                                                 : -1;
-                        line =
-                            trace_line(idxs[seen - 1], *snap, v, notes, ecn_field(ecn_in, ecn_out));
+                        const FrameInfo hdr_out =
+                            sent ? decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len,
+                                                m->pkt_len)
+                                 : FrameInfo{};
+                        line = trace_line(idxs[seen - 1], *snap, v, notes,
+                                          ecn_field(hdr_in.ecn, sent ? hdr_out.ecn : -1));
+                        headers =
+                            trace_headers(hdr_in, in_len, sent ? &hdr_out : nullptr, m->pkt_len);
                     });
-                if (o.trace) std::printf("%s\n", line.c_str());
+                if (o.trace) std::printf("%s\n%s", line.c_str(), headers.c_str());
                 // An idle queue sends the frame at once.
                 advance(times[k], tx);
             }
