@@ -466,10 +466,9 @@ std::string ControlPlane::handle_trace(const CtlRequest& req, bool& ok) {
             return "trace is run by dscpgw ctl trace (the socket takes trace --start, --read N, "
                    "--stop)\n";
         case Op::start: {
-            int32_t port = -1;
+            const int32_t port =
+                req.trace_port.empty() ? -1 : setup_.cfg.port_index(req.trace_port);
             if (!req.trace_port.empty()) {
-                for (size_t i = 0; i < ports.size(); ++i)
-                    if (ports[i] == req.trace_port) port = static_cast<int32_t>(i);
                 if (port < 0) {
                     ok = false;
                     std::string names;

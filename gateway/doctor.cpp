@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "control/render.h"
 #include "gateway/commands.h"
+#include "gateway/eal.h"
 
 namespace dscpgw {
 
@@ -133,19 +134,9 @@ std::string cpulist_text(const std::set<unsigned>& s) {
     return o;
 }
 
-bool is_pci(const std::string& dev) {
-    // DDDD:BB:DD.F or BB:DD.F
-    unsigned a, b, c, d;
-    char tail;
-    return std::sscanf(dev.c_str(), "%x:%x:%x.%x%c", &a, &b, &c, &d, &tail) == 4 ||
-           std::sscanf(dev.c_str(), "%x:%x.%x%c", &a, &b, &c, &tail) == 3;
-}
-
+// The domain-qualified form sysfs names a PCI device by.
 std::string full_pci(const std::string& dev) {
-    unsigned a, b, c, d;
-    char tail;
-    if (std::sscanf(dev.c_str(), "%x:%x:%x.%x%c", &a, &b, &c, &d, &tail) == 4) return dev;
-    return "0000:" + dev;
+    return dev.size() == 7 ? "0000:" + dev : dev;  // "3b:00.0" -> "0000:3b:00.0".
 }
 
 // A vdev's iface=NAME argument ("net_af_packet0,iface=eth1"); empty when none.
@@ -295,7 +286,7 @@ void Doctor::devices(const Config& cfg) {
     const bool iommu = !list("/sys/kernel/iommu_groups").empty();
     for (const PortConf& p : cfg.ports) {
         const std::string name = "port " + p.name;
-        if (is_pci(p.device)) {
+        if (is_pci_address(p.device)) {
             const std::string addr = full_pci(p.device);
             const std::string dir = "/sys/bus/pci/devices/" + addr;
             if (!exists(dir)) {
@@ -391,7 +382,7 @@ void Doctor::lcores(const Config& cfg) {
     // The NICs' NUMA nodes against the workers'.
     std::set<std::string> nic_nodes;
     for (const PortConf& p : cfg.ports)
-        if (is_pci(p.device)) {
+        if (is_pci_address(p.device)) {
             const std::string n = read("/sys/bus/pci/devices/" + full_pci(p.device) + "/numa_node");
             if (!n.empty() && n != "-1") nic_nodes.insert(n);
         }

@@ -3,7 +3,14 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include <regex>
+
 namespace dscpgw {
+
+bool is_pci_address(const std::string& dev) {
+    static const std::regex pci("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
+    return std::regex_match(dev, pci);
+}
 
 bool eal_init(const std::vector<std::string>& args, std::string& error) {
     std::vector<std::string> storage;

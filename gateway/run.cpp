@@ -14,7 +14,6 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <thread>
 
 #include "config/config.h"
@@ -37,11 +36,6 @@ std::atomic<bool> g_reload{false};
 
 void on_signal(int) { g_stop.store(true); }
 void on_hup(int) { g_reload.store(true); }
-
-bool is_pci_address(const std::string& dev) {
-    static const std::regex pci("^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
-    return std::regex_match(dev, pci);
-}
 
 // The ethdev name a device string creates: the PCI address, or the vdev name before its arguments.
 std::string device_name(const std::string& dev) { return dev.substr(0, dev.find(',')); }
@@ -457,8 +451,10 @@ int cmd_run(const std::string& config, const std::string& log_level) {
     }
 
     std::string on;
-    for (unsigned w = 0; w < workers; ++w)
-        on += " " + std::to_string(lcores.empty() ? rte_get_main_lcore() : lcores[w]);
+    for (unsigned w = 0; w < workers; ++w) {
+        on += ' ';  // Appended piecewise: GCC 12's -Wrestrict misreads " " + std::string.
+        on += std::to_string(lcores.empty() ? rte_get_main_lcore() : lcores[w]);
+    }
     log_msg(Log::gateway, RTE_LOG_INFO,
             "running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)%s",
             cfg.ports.size(), cfg.tunnels.size(), cfg.classes.size(), workers, on.c_str());
