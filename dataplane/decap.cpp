@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "dataplane/cksum.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/wire.h"
@@ -77,7 +78,7 @@ const PortConf::TunnelUdpPort* tunnel_udp_port(const PortConf& port, uint16_t dp
     // DPDK's raw sum adds words in host order; the pseudo-header's numbers are added alike.
     uint32_t sum = __rte_raw_cksum(ip + kIpv6SrcOff, 32, 0) +
                    rte_cpu_to_be_16(static_cast<uint16_t>(udp_len)) + rte_cpu_to_be_16(kProtoUdp);
-    return fold(__rte_raw_cksum(udp, udp_len, sum)) == 0xffff;
+    return fold(raw_sum(udp, udp_len, sum)) == 0xffff;
 }
 
 bool ieee_link_local(const uint8_t* dst_mac) {

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "dataplane/cksum.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/qos.h"
@@ -302,7 +303,7 @@ template <bool kV6>
             offload = true;
             return;
         }
-        sum = __rte_raw_cksum(udp, udp_len, sum);
+        sum = raw_sum(udp, udp_len, sum);  // AVX2 where the CPU has it (cksum.h).
         uint16_t csum = static_cast<uint16_t>(~fold(sum));
         if (csum == 0) csum = 0xffff;
         std::memcpy(udp + 6, &csum, sizeof csum);
