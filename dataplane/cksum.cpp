@@ -22,8 +22,7 @@ const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 // 32-bit little-endian words summed exactly into 64-bit lanes: a 32-bit word is its two 16-bit
 // words' sum modulo 0xffff, so the folded result is DPDK's 16-bit sum. Two 32-byte loads a step
 // into four accumulators; the tail (under 64 bytes, at an even offset) through DPDK's loop.
-__attribute__((target("avx2"))) uint32_t raw_sum_avx2(const uint8_t* p, size_t len,
-                                                      uint32_t sum) {
+__attribute__((target("avx2"))) uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum) {
     const __m256i zero = _mm256_setzero_si256();
     __m256i a0 = zero, a1 = zero, a2 = zero, a3 = zero;
     size_t i = 0;

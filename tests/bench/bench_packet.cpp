@@ -271,8 +271,8 @@ void BM_RawSum(benchmark::State& state) {
     for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 131 + 7);
     const bool ours = state.range(1) != 0;
     for (auto _ : state) {
-        uint32_t s = ours ? raw_sum(buf.data(), buf.size(), 0)
-                          : __rte_raw_cksum(buf.data(), buf.size(), 0);
+        uint32_t s =
+            ours ? raw_sum(buf.data(), buf.size(), 0) : __rte_raw_cksum(buf.data(), buf.size(), 0);
         benchmark::DoNotOptimize(s);
     }
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));

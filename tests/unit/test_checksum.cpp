@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-
 #include <rte_ip.h>
 
 #include <random>
@@ -78,9 +77,9 @@ TEST(Checksum, Ipv4HeaderCheckMatchesRecomputation) {
 
 // raw_sum() against DPDK's own sum, folded: every length 0..300 and jumbo lengths, every offset
 // 0..3 (the loads are unaligned), random data, all-ones data (the 64-bit lanes' worst case) and a
-// non-zero start as large as six pseudo-header sums (DPDK's 32-bit sum wraps, without the carry, when
-// the start is near 2^32: no caller gives one); and zero only when DPDK's is. The AVX2 loop is taken directly where the CPU has
-// it, so that the dispatch's length threshold does not hide it.
+// non-zero start as large as six pseudo-header sums (DPDK's 32-bit sum wraps, without the carry,
+// when the start is near 2^32: no caller gives one); and zero only when DPDK's is. The AVX2 loop is
+// taken directly where the CPU has it, so that the dispatch's length threshold does not hide it.
 TEST(Checksum, VectorisedSumEqualsDpdks) {
     std::mt19937 rng(7);
     std::vector<uint8_t> buf(9216 + 8);
