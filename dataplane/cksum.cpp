@@ -15,7 +15,11 @@ uint32_t reduce64(uint64_t s) {
     return static_cast<uint32_t>(s);
 }
 
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+// A namespace-scope initializer may run before libgcc's own CPU detection: run it first.
+const bool kHasAvx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+}();
 
 }  // namespace
 
