@@ -49,7 +49,7 @@ struct TokenBucket {
 struct BurstState {
     TokenBucket icmp_errors, echo_replies;
     FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
-    FlowRun flow_run;            // This burst's current conversation, not yet in `flows`.
+    FlowRuns flow_runs;          // This burst's conversations, not yet in `flows`.
     uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
     FlowRates* rates = nullptr;  // The worker's `adaptive` flow rates (policers run on now_tsc).
 };
@@ -171,7 +171,8 @@ class BurstCounters {
         const bool cnp = n.roce_bth[0] == kBthOpcodeCnp;
         if (cnp) cc_.tunnel[kOuter ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].inc();
         if (bs.flows != nullptr)
-            bs.flows->add(bs.flow_run, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp, bs.now_tsc);
+            bs.flows->add(bs.flow_runs, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp,
+                          bs.now_tsc);
     }
     void local(LocalReply r) { st_.local[static_cast<size_t>(r)].inc(); }
     void path_mtu_lowered(size_t tunnel) {
@@ -296,7 +297,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         sink(v.out_port, m);
     }
     count.flush(rx_port, n, rx_bytes);
-    if (bs.flows != nullptr) bs.flows->flush(bs.flow_run, bs.now_tsc);
+    if (bs.flows != nullptr) bs.flows->flush(bs.flow_runs, bs.now_tsc);
 }
 
 // One burst from `rx_port`, each packet through the per-packet path, counted, and what survives

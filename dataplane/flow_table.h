@@ -25,7 +25,7 @@ namespace dscpgw {
 
 inline constexpr uint8_t kBthOpcodeCnp = 0x81;
 
-// No padding: the key is hashed and copied as bytes (five 64-bit words).
+// A conversation as the control thread reads it (the table stores PackedFlowKey, below).
 struct FlowKey {
     uint8_t src[16] = {}, dst[16] = {};  // IPv4: the first four bytes, the rest zero.
     uint32_t dqp = 0;                    // Destination queue pair (24 bits).
@@ -37,13 +37,6 @@ struct FlowKey {
         std::memcpy(b, &o, sizeof b);
         return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
     }
-    uint32_t hash() const {
-        uint64_t w[5];
-        std::memcpy(w, this, sizeof w);
-        uint32_t h = rte_hash_crc_8byte(w[0], 0);
-        for (int i = 1; i < 5; ++i) h = rte_hash_crc_8byte(w[i], h);
-        return h;
-    }
     bool operator<(const FlowKey& o) const {
         if (family != o.family) return family < o.family;
         if (dqp != o.dqp) return dqp < o.dqp;
@@ -54,45 +47,98 @@ struct FlowKey {
 
 static_assert(sizeof(FlowKey) == 40);
 
-struct alignas(64) FlowSlot {
-    std::atomic<uint32_t> seq{0};  // Odd: the key is being rewritten. 0: never used.
-    // Owner: the worker (rw); the control thread reads under `seq`. Relaxed atomic words (plain
-    // moves on x86), so that the reader's retried copy is no data race either.
-    std::atomic<uint64_t> key[sizeof(FlowKey) / 8] = {};
+// A conversation as the table stores it: the addresses as they lie in the packet (IPv4: source
+// and destination in the first word, the other three zero), then the BTH's bytes 4..7 with the
+// reserved byte cleared (the destination QP, network order) and the family above them. The worker
+// builds it from the headers without byte swaps, and an IPv4 key hashes in two steps, not five;
+// the family word is never zero, so an unused slot (all zero) matches no key.
+struct PackedFlowKey {
+    uint64_t w[5] = {0, 0, 0, 0, 0};
 
-    bool key_is(const FlowKey& k) const {
-        uint64_t w[sizeof(FlowKey) / 8];
-        std::memcpy(w, &k, sizeof w);
-        uint64_t diff = 0;
-        for (size_t i = 0; i < std::size(w); ++i)
-            diff |= key[i].load(std::memory_order_relaxed) ^ w[i];
-        return diff == 0;
+    bool v4() const { return (w[4] >> 32) == 4; }
+    uint32_t hash() const {
+        uint32_t h = rte_hash_crc_8byte(w[0], rte_hash_crc_8byte(w[4], 0));
+        if (!v4()) {
+            h = rte_hash_crc_8byte(w[1], h);
+            h = rte_hash_crc_8byte(w[2], h);
+            h = rte_hash_crc_8byte(w[3], h);
+        }
+        return h;
     }
-    void set_key(const FlowKey& k) {
-        uint64_t w[sizeof(FlowKey) / 8];
-        std::memcpy(w, &k, sizeof w);
-        for (size_t i = 0; i < std::size(w); ++i) key[i].store(w[i], std::memory_order_relaxed);
+    static PackedFlowKey of(const FlowKey& k) {
+        PackedFlowKey p;
+        if (k.family == 4) {
+            std::memcpy(p.w, k.src, 4);
+            std::memcpy(reinterpret_cast<uint8_t*>(p.w) + 4, k.dst, 4);
+        } else {
+            std::memcpy(p.w, k.src, 16);
+            std::memcpy(p.w + 2, k.dst, 16);
+        }
+        p.w[4] = rte_cpu_to_be_32(k.dqp & 0xffffff) | uint64_t{k.family} << 32;
+        return p;
     }
-    FlowKey get_key() const {
-        uint64_t w[sizeof(FlowKey) / 8];
-        for (size_t i = 0; i < std::size(w); ++i) w[i] = key[i].load(std::memory_order_relaxed);
+    FlowKey unpacked() const {
         FlowKey k;
-        std::memcpy(&k, w, sizeof k);
+        k.family = static_cast<uint32_t>(w[4] >> 32);
+        k.dqp = rte_be_to_cpu_32(static_cast<uint32_t>(w[4])) & 0xffffff;
+        if (v4()) {
+            std::memcpy(k.src, w, 4);
+            std::memcpy(k.dst, reinterpret_cast<const uint8_t*>(w) + 4, 4);
+        } else {
+            std::memcpy(k.src, w, 16);
+            std::memcpy(k.dst, w + 2, 16);
+        }
         return k;
     }
-    std::atomic<int16_t> tunnel{-1};
-    std::atomic<uint8_t> decap{0};  // 1: the conversation comes out of the tunnel.
-    std::atomic<uint64_t> born_tsc{0}, last_tsc{0};
-    std::atomic<uint64_t> pkts{0}, bytes{0}, cnps{0};
 };
 
-// The conversation of the packets just counted, not yet in the table (a worker's, per burst).
-struct FlowRun {
+struct alignas(64) FlowSlot {
+    std::atomic<uint32_t> seq{0};  // Odd: the key is being rewritten. 0: never used.
+    std::atomic<int16_t> tunnel{-1};
+    std::atomic<uint8_t> decap{0};  // 1: the conversation comes out of the tunnel.
+    // Owner: the worker (rw); the control thread reads under `seq`. Relaxed atomic words (plain
+    // moves on x86), so that the reader's retried copy is no data race either. The words a hit
+    // reads and writes first share the slot's first cache line: key, last_tsc, pkts.
+    std::atomic<uint64_t> key[5] = {};
+    std::atomic<uint64_t> last_tsc{0}, pkts{0};
+    std::atomic<uint64_t> bytes{0}, cnps{0}, born_tsc{0};
+
+    bool key_is(const PackedFlowKey& k) const {
+        const auto rlx = std::memory_order_relaxed;
+        return ((key[0].load(rlx) ^ k.w[0]) | (key[1].load(rlx) ^ k.w[1]) |
+                (key[2].load(rlx) ^ k.w[2]) | (key[3].load(rlx) ^ k.w[3]) |
+                (key[4].load(rlx) ^ k.w[4])) == 0;
+    }
+    void set_key(const PackedFlowKey& k) {
+        for (size_t i = 0; i < std::size(k.w); ++i) key[i].store(k.w[i], std::memory_order_relaxed);
+    }
+    FlowKey get_key() const {
+        PackedFlowKey k;
+        for (size_t i = 0; i < std::size(k.w); ++i) k.w[i] = key[i].load(std::memory_order_relaxed);
+        return k.unpacked();
+    }
+};
+
+// The packets of one conversation counted but not yet in the table; a cache line each (an entry
+// of FlowRuns is found with a shift).
+// `cnps` apart from `n`: GCC 12 otherwise adds the two as one vector, in five instructions.
+struct alignas(64) FlowRun {
+    uint32_t cnps = 0;
     uint64_t w[4] = {0, 0, 0, 0};  // Source and destination address bytes as in the packet.
     uint64_t tag =
         0;  // BTH bytes 4..7 | tunnel << 32 | decap << 48 | IPv4 << 49 | 1 << 50; 0: none.
-    uint32_t n = 0, cnps = 0;
     uint64_t bytes = 0;
+    uint32_t n = 0;
+};
+
+// A worker's conversations of the burst, not yet in the table, direct-mapped by their destination
+// QP's low bits: consecutive packets of one conversation (most bursts) accumulate in one entry,
+// and queue pairs interleaved packet by packet reach the table once each per burst rather than
+// once a packet. Two conversations on one entry take turns (the one leaving is written to the
+// table).
+struct FlowRuns {
+    static constexpr unsigned kEntries = 16;
+    FlowRun run[kEntries];
 };
 
 struct FlowSample {
@@ -119,10 +165,9 @@ class FlowTable {
 
     uint32_t size() const { return size_; }
 
-    // Worker: counts one RoCE packet from its IP header and BTH. Consecutive packets of one
-    // conversation (the usual burst) accumulate in `run` and reach the table once; flush(run)
-    // writes the last one at the end of a burst.
-    void add(FlowRun& run, const uint8_t* l3, const uint8_t* bth, int16_t tunnel, bool decap,
+    // Worker: counts one RoCE packet from its IP header and BTH, in its entry of `runs` until
+    // another conversation takes the entry or flush(runs) writes them at the end of the burst.
+    void add(FlowRuns& runs, const uint8_t* l3, const uint8_t* bth, int16_t tunnel, bool decap,
              bool cnp, uint64_t now) {
         const bool v4 = (l3[0] >> 4) == 4;
         // Everything but the addresses in one word: BTH bytes 4..7 as they lie (reserved byte,
@@ -131,6 +176,7 @@ class FlowTable {
         std::memcpy(&qp_raw, bth + 4, 4);
         const uint64_t tag = qp_raw | uint64_t{static_cast<uint16_t>(tunnel)} << 32 |
                              uint64_t{decap} << 48 | uint64_t{v4} << 49 | uint64_t{1} << 50;
+        FlowRun& run = runs.run[(qp_raw >> 24) & (FlowRuns::kEntries - 1)];  // QP's low bits.
         uint32_t len;
         if (v4) {
             uint64_t a;
@@ -157,19 +203,25 @@ class FlowTable {
         run.cnps += cnp;
     }
 
+    // Worker: writes every conversation of `runs` to the table (the end of a burst). A scan of
+    // the entries, not a mask of the used ones: the mask would cost every packet a write.
+    void flush(FlowRuns& runs, uint64_t now) {
+        for (FlowRun& run : runs.run)
+            if (run.n != 0) flush(run, now);
+    }
+
+    // One conversation's packets to the table.
     void flush(FlowRun& run, uint64_t now) {
         if (run.n == 0) return;
-        FlowKey k;
+        PackedFlowKey k;
         const bool v4 = (run.tag >> 49 & 1) != 0;
-        k.family = v4 ? 4 : 6;
-        k.dqp = rte_be_to_cpu_32(static_cast<uint32_t>(run.tag)) & 0xffffff;
-        if (v4) {
-            std::memcpy(k.src, run.w, 4);
-            std::memcpy(k.dst, reinterpret_cast<const uint8_t*>(run.w) + 4, 4);
-        } else {
-            std::memcpy(k.src, run.w, 16);
-            std::memcpy(k.dst, run.w + 2, 16);
+        k.w[0] = run.w[0];
+        if (!v4) {
+            k.w[1] = run.w[1];
+            k.w[2] = run.w[2];
+            k.w[3] = run.w[3];
         }
+        k.w[4] = (run.tag & 0xffffff00) | uint64_t{v4 ? 4u : 6u} << 32;
         update(k, static_cast<int16_t>(run.tag >> 32 & 0xffff), (run.tag >> 48 & 1) != 0, run.n,
                run.bytes, run.cnps, now);
         run.n = 0;
@@ -177,25 +229,33 @@ class FlowTable {
         run.tag = 0;
     }
 
-    // Worker: counts `pkts` packets of `k` (`bytes` their IP length, `cnps` of them CNPs).
+    // Counts `pkts` packets of `k` (`bytes` their IP length, `cnps` of them CNPs): tests, and
+    // callers with a key of their own.
     void update(const FlowKey& k, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
                 uint64_t cnps, uint64_t now) {
-        const uint32_t h = k.hash();
-        FlowSlot* set = &slots_[(h * kWays) & (size_ - 1)];
-        FlowSlot* victim = nullptr;  // A free slot, else the one idle longest.
+        update(PackedFlowKey::of(k), tunnel, decap, pkts, bytes, cnps, now);
+    }
+
+    // Worker: the same from the table's own form of the key. A hit reads only the keys of the
+    // set; the victim (a free slot, else the one idle longest) is looked for on a miss.
+    void update(const PackedFlowKey& k, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
+                uint64_t cnps, uint64_t now) {
+        FlowSlot* set = &slots_[(k.hash() * kWays) & (size_ - 1)];
+        for (unsigned w = 0; w < kWays; ++w) {
+            if (set[w].key_is(k)) {
+                bump(set[w], tunnel, decap, pkts, bytes, cnps, now);
+                return;
+            }
+        }
+        FlowSlot* victim = set;
         uint64_t victim_last = UINT64_MAX;
         for (unsigned w = 0; w < kWays; ++w) {
             FlowSlot& s = set[w];
-            const uint32_t q = s.seq.load(std::memory_order_relaxed);
-            if (q == 0) {
-                if (victim_last != 0) victim = &s, victim_last = 0;
-                continue;
+            if (s.seq.load(std::memory_order_relaxed) == 0) {
+                victim = &s;
+                break;
             }
-            if (s.key_is(k)) {
-                bump(s, tunnel, decap, pkts, bytes, cnps, now);
-                return;
-            }
-            const uint64_t last = s.last_tsc.load(std::memory_order_relaxed) + 1;
+            const uint64_t last = s.last_tsc.load(std::memory_order_relaxed);
             if (last < victim_last) victim = &s, victim_last = last;
         }
         const uint32_t q = victim->seq.load(std::memory_order_relaxed);

@@ -152,6 +152,7 @@ TEST(FlowTable, ConcurrentReaderSeesWholeKeys) {
     std::thread worker([&] {
         for (uint32_t i = 0; i < 200000; ++i) {
             FlowKey k = key(static_cast<uint8_t>(i), i & 0xffffff);
+            k.family = 6;  // All five words of the stored key carry something.
             std::memset(k.dst, static_cast<int>(i & 0xff), sizeof k.dst);  // Derived from dqp.
             ft.update(k, 0, false, 1, 64, 0, i);
         }
@@ -183,7 +184,7 @@ TEST(FlowTable, AddsFromHeadersInRuns) {
     uint8_t data[12] = {0x04, 0, 0xff, 0xff, 0, 0x00, 0x00, 0x12};
     uint8_t cnp[12] = {0x81, 0, 0xff, 0xff, 0, 0x00, 0x00, 0x52};
     FlowTable ft(64);
-    FlowRun run;
+    FlowRuns run;  // 0x12 and 0x52 share an entry: they take turns.
     for (int i = 0; i < 3; ++i) ft.add(run, v4, data, 2, false, false, 10);
     ft.add(run, v4, cnp, 2, false, true, 11);
     ft.add(run, v6, data, 2, true, false, 12);
@@ -213,6 +214,51 @@ TEST(FlowTable, AddsFromHeadersInRuns) {
     EXPECT_TRUE(d6.decap);
     EXPECT_EQ(d6.key.src[15], 5);
     EXPECT_EQ(d6.key.dst[15], 9);
+    // The key read back, given to update(), is the conversation the headers made: no new slot.
+    ft.update(d4.key, 2, false, 1, 100, 0, 20);
+    ft.update(d6.key, 2, true, 1, 100, 0, 20);
+    std::map<std::pair<uint32_t, uint32_t>, FlowSample> again;
+    for (uint32_t i = 0; i < ft.size(); ++i) {
+        FlowSample fs;
+        if (ft.read(i, fs)) again[{fs.key.family, fs.key.dqp}] = fs;
+    }
+    ASSERT_EQ(again.size(), 3u);
+    EXPECT_EQ((again[{4, 0x12}].pkts), 5u);
+    EXPECT_EQ((again[{6, 0x12}].pkts), 3u);
+    EXPECT_EQ(ft.evictions(), 0u);
+}
+
+// Queue pairs interleaved packet by packet, more of them than FlowRuns has entries (QPs 16 apart
+// share one): every packet counted once, in its own conversation, whatever the order.
+TEST(FlowTable, InterleavedQueuePairsEachCountedOnce) {
+    uint8_t v4[20] = {0x45, 0, 0, 100, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 5, 10, 0, 0, 9};
+    FlowTable ft(256);
+    FlowRuns runs;
+    constexpr int kQps = 24, kRounds = 7;
+    for (int r = 0; r < kRounds; ++r) {
+        for (int q = 0; q < kQps; ++q) {
+            uint8_t bth[12] = {0x04, 0, 0xff, 0xff, 0, 0x01, 0x00, static_cast<uint8_t>(q)};
+            v4[19] = static_cast<uint8_t>(9 + (q & 1));  // Two destinations as well.
+            ft.add(runs, v4, bth, 0, false, false, 100 + static_cast<uint64_t>(r));
+        }
+        if (r % 3 == 2) ft.flush(runs, 100 + static_cast<uint64_t>(r));  // A burst's end.
+    }
+    ft.flush(runs, 200);
+    std::map<uint32_t, FlowSample> got;
+    for (uint32_t i = 0; i < ft.size(); ++i) {
+        FlowSample fs;
+        if (ft.read(i, fs)) {
+            EXPECT_TRUE(got.emplace(fs.key.dqp, fs).second) << "one slot per conversation";
+            EXPECT_EQ(fs.key.dst[3], 9 + (fs.key.dqp & 1));
+        }
+    }
+    ASSERT_EQ(got.size(), static_cast<size_t>(kQps));
+    for (const auto& [qp, fs] : got) {
+        EXPECT_EQ(qp >> 8, 0x100u);
+        EXPECT_EQ(fs.pkts, static_cast<uint64_t>(kRounds)) << "QP " << qp;
+        EXPECT_EQ(fs.bytes, 100u * kRounds);
+    }
+    EXPECT_EQ(ft.evictions(), 0u);
 }
 
 TEST(FlowAggregator, MergesWorkersAndComputesRates) {
