@@ -1412,7 +1412,8 @@ def run_shapes_a_port_on_pcap_vdevs():
     with open(cfg, "w") as f:
         f.write(text)
     p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    wait_running(p, f"{TMP}/shape.sock", "shape")
+    time.sleep(3)  # The 2000 frames through the shaper.
     q = subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/shape.sock", "queues", "--json"],
                        capture_output=True, text=True, timeout=10)
     p.send_signal(signal.SIGINT)
@@ -1466,7 +1467,8 @@ def run_two_workers_share_nothing():
         f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
                 '[gateway]\nworkers = 2\n' + text + f'\n[control]\nsocket = "{TMP}/w2.sock"\n')
     p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    wait_running(p, f"{TMP}/w2.sock", "w2")
+    time.sleep(3)  # Both workers' queues through.
     # A reload waits for both workers to leave the old snapshot (RCU), here on one shared CPU.
     for _ in range(3):
         r = subprocess.run([DSCPGW, "ctl", "--socket", f"{TMP}/w2.sock", "reload"], capture_output=True,
@@ -1542,11 +1544,16 @@ def start_run(tag, lan_mtu=1500, wan_mtu=1600, wan_ip="198.18.0.1", **kw):
         f.write(RING_MEMIF_CONFIG.format(lcores=lcores, tag=tag, tmp=TMP, lan_mtu=lan_mtu, wan_mtu=wan_mtu,
                                          wan_ip=wan_ip, **kw))
     p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # Running once its control socket exists (the ports are open and started by then, a memif
-    # server's socket among them): a fixed sleep is too short for a ThreadSanitizer build on a
-    # loaded machine, and a memif client started before its server's socket never connects.
+    wait_running(p, os.path.join(TMP, f"{tag}.sock"), tag)
+    return p
+
+
+def wait_running(p, sock, tag):
+    """Until `dscpgw run` (p) is running: its control socket exists (the ports are open and started
+    by then, a memif server's socket among them, and its signal handlers are in place). A fixed
+    sleep is too short for a ThreadSanitizer build on a loaded machine (a SIGINT before the
+    handlers kills it), and a memif client started before its server's socket never connects."""
     import time
-    sock = os.path.join(TMP, f"{tag}.sock")
     deadline = time.monotonic() + 60
     while not os.path.exists(sock):
         if p.poll() is not None:
@@ -1555,7 +1562,6 @@ def start_run(tag, lan_mtu=1500, wan_mtu=1600, wan_ip="198.18.0.1", **kw):
         if time.monotonic() > deadline:
             raise AssertionError(f"dscpgw run ({tag}) not running after 60 s")
         time.sleep(0.05)
-    return p
 
 
 def stop_run(p):
