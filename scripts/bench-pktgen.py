@@ -1,13 +1,18 @@
 #!/usr/bin/python3
-"""Pktgen-DPDK as the line-rate client of `dscpgw run`, over two memif pairs.
+"""Pktgen-DPDK as the line-rate client of `dscpgw run`, over two memif or vhost-user pairs.
 
 Run by scripts/bench-pktgen.sh, which builds Pktgen; usable alone with a built one:
   bench-pktgen.py --pktgen PATH [--profiles roce-74,roce-mix,...] [--seconds N] [--rate PCT]
-                  [--type vxlan|geneve] [--check] [--dscpgw build/dscpgw]
+                  [--type vxlan|geneve] [--link auto|memif|vhost] [--check] [--dscpgw build/dscpgw]
 
-Topology: the gateway owns both memif sockets (role=server, started first: a memif client started
-before its server never connects); Pktgen is the client on both, its port 0 joined to the gateway's
-inner port `lan` and its port 1 to the outer port `wan`. For each profile of scripts/pktgen/
+Topology: the gateway owns both sockets (memif role=server, or net_vhost, started first: a client
+started before its server never connects); Pktgen is the client on both, its port 0 joined to the
+gateway's inner port `lan` and its port 1 to the outer port `wan`. The link is memif (gateway MTUs
+1400 lan / 1500 wan) for every profile whose frames fit DPDK 22.11's net_memif, which carries at most
+1500-byte MTUs, and vhost-user otherwise (the gateway's `net_vhost`, Pktgen's `net_virtio_user`
+with jumbo frames, `-j`; gateway MTUs 9000 lan / 9100 wan): roce-4154 and decap-*-4154 by
+default, every profile with `--link vhost`. (DPDK 22.11's net_af_packet refuses frames above 1518 bytes whatever the
+veth's MTU, so a veth pair is no jumbo link either.) For each profile of scripts/pktgen/
 (`NAME.pkt` with the capture `NAME.pcap` that make-pcaps.py writes) Pktgen replays the capture on
 the profile's port at `--rate` % of the link (the profile's `set P rate`, 100 by default) for
 `--seconds`, and captures what comes back on the other port (Pktgen's `enable P capture`, its
@@ -36,8 +41,6 @@ CPUs the gateway's worker runs on CPU 0 beside Pktgen's main lcore (which sleeps
 Pktgen's port lcore on CPU 1 beside the gateway's control thread. Pages: --no-huge (Pktgen's
 default pools take ~3 GB of ordinary memory).
 
-DPDK 22.11's net_memif carries at most 1500-byte frames: roce-4154 is refused here with that
-reason (run it on NICs: docs/performance.md).
 """
 import argparse
 import json
@@ -55,8 +58,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PROFILES = os.path.join(HERE, "pktgen")
 MEMIF_MTU = 1500
+# The vhost-user link's MTUs: a 9000-byte LAN, and a WAN with room for the tunnel's 50 or 70 bytes.
+JUMBO_MTU = (9000, 9100)
 PROFILE_NAMES = ["roce-74", "roce-1082", "roce-4154", "roce-mix", "roce6-1082", "decap-vxlan-74",
-                 "decap-vxlan-1082", "decap-geneve-74", "decap-geneve-1082"]
+                 "decap-vxlan-1082", "decap-vxlan-4154", "decap-geneve-74", "decap-geneve-1082",
+                 "decap-geneve-4154"]
 
 CONFIG = """
 [eal]
@@ -66,17 +72,17 @@ workers = 1
 [[ports]]
 name = "lan"
 role = "inner"
-device = "net_memif0,role=server,socket={tmp}/lan.sock,socket-abstract=no,rsize=13"
+device = "{lan_dev}"
 mac = "02:00:00:00:10:01"
-mtu = 1400
+mtu = {lan_mtu}
 [[ports]]
 name = "wan"
 role = "outer"
-device = "net_memif1,role=server,socket={tmp}/wan.sock,socket-abstract=no,rsize=13"
+device = "{wan_dev}"
 ipv4 = "198.18.0.1"
 ipv6 = "2001:db8:18::1"
 mac = "02:00:00:00:00:01"
-mtu = 1500
+mtu = {wan_mtu}
 [[tunnels]]
 name = "t"
 type = "{type}"
@@ -113,6 +119,30 @@ def profile_of(name):
         _, kind, size = name.split("-")
         return 1, 0, kind, False, int(size)
     return 0, 1, None, name.startswith("roce6"), 1082 if name == "roce-mix" else int(name.split("-")[1])
+
+
+def link_of(a, size, overhead):
+    """The link a profile runs over: memif where its frames fit net_memif's MTU, else vhost-user."""
+    fits = size + overhead <= MEMIF_MTU + 14
+    if a.link == "memif" and not fits:
+        raise Skip(f"{size}-byte frames: DPDK 22.11's net_memif carries at most {MEMIF_MTU}-byte MTUs "
+                   f"(--link auto or vhost runs this profile over vhost-user)")
+    return "memif" if a.link == "memif" or (a.link == "auto" and fits) else "vhost"
+
+
+def devices(link, work):
+    """(gateway's lan, wan devices, Pktgen's port 0, 1 devices, gateway's lan, wan MTUs) of a link."""
+    if link == "memif":
+        gw = [f"net_memif{i},role=server,socket={work}/{n}.sock,socket-abstract=no,rsize=13"
+              for i, n in enumerate(("lan", "wan"))]
+        pg = [f"net_memif{i},role=client,socket={work}/{n}.sock,socket-abstract=no,rsize=13"
+              for i, n in enumerate(("lan", "wan"))]
+        return gw, pg, (MEMIF_MTU - 100, MEMIF_MTU)
+    gw = [f"net_vhost{i},iface={work}/{n}.sock,queues=1" for i, n in enumerate(("lan", "wan"))]
+    # A 10 Gbit/s link speed for Pktgen's pacing (virtio reports none of its own).
+    pg = [f"net_virtio_user{i},path={work}/{n}.sock,queues=1,queue_size=1024,speed=10000"
+          for i, n in enumerate(("lan", "wan"))]
+    return gw, pg, JUMBO_MTU
 
 
 def cpus():
@@ -207,16 +237,16 @@ def run_profile(a, name, tmp, pcaps):
     tx, rx, kind, v6, size = profile_of(name)
     kind = kind or a.type
     overhead = 70 if v6 else 50  # outer Ethernet, IP, UDP and the VXLAN or option-less Geneve header
-    if size + overhead > MEMIF_MTU + 14:
-        raise Skip(f"{size}-byte frames: DPDK 22.11's net_memif carries at most {MEMIF_MTU}-byte MTUs "
-                   f"(run this profile on NICs or vdevs that carry jumbo frames)")
+    link = link_of(a, size, overhead)
     work = os.path.join(tmp, name)
     os.makedirs(work)
+    gw_dev, pg_dev, mtus = devices(link, work)
     gw_eal, pg_eal, _ = cpus()
     eal = ["--no-huge", "-m", "512", "--no-pci", "--file-prefix", f"dscpgw-pg{os.getpid()}"] + gw_eal
     cfg = os.path.join(work, "gw.toml")
     with open(cfg, "w") as f:
-        f.write(CONFIG.format(eal=", ".join(f'"{x}"' for x in eal), tmp=work, type=kind,
+        f.write(CONFIG.format(eal=", ".join(f'"{x}"' for x in eal), tmp=work, type=kind, lan_dev=gw_dev[0],
+                              wan_dev=gw_dev[1], lan_mtu=mtus[0], wan_mtu=mtus[1],
                               remote="2001:db8:18::99" if v6 else "198.18.7.7"))
     sock = os.path.join(work, "ctl.sock")
     log = open(os.path.join(work, "dscpgw.log"), "w+")
@@ -244,15 +274,17 @@ def run_profile(a, name, tmp, pcaps):
         # TX lcore may have computed the first burst time from a zero link speed (read while the
         # display zeroes the link record), which schedules it ~64 s out and sent nothing in the run.
         # The links first (4 s: on a cold first start Pktgen's memif links took over 2 s).
+        # -j (jumbo frames, 9600 bytes) on vhost-user: without it Pktgen cuts its capture's frames
+        # to 1514 bytes.
         pkt = (f"sleep 4\n{pkt}{rate}disable clock_gettime\nclr\nenable {rx} capture\nstart {tx}\nsleep {a.seconds}\nstop {tx}\n"
                f"sleep 1\ndisable {rx} capture\nsleep 120\nquit\n")
         with open(os.path.join(work, "run.pkt"), "w") as f:
             f.write(pkt)
         prefix = f"pktgen-pg{os.getpid()}"
         cmd = [a.pktgen] + pg_eal + ["-n", "1", "--no-huge", "-m", "4096", "--no-pci", "--file-prefix", prefix,
-                                     "--vdev", f"net_memif0,role=client,socket={work}/lan.sock,socket-abstract=no,rsize=13",
-                                     "--vdev", f"net_memif1,role=client,socket={work}/wan.sock,socket-abstract=no,rsize=13",
-                                     "--", "-P", "-m", "1.[0-1]", "-s", f"{tx}:{pcaps}/{name}.pcap",
+                                     "--vdev", pg_dev[0], "--vdev", pg_dev[1],
+                                     "--", "-P"] + (["-j"] if link == "vhost" else []) + [
+                                     "-m", "1.[0-1]", "-s", f"{tx}:{pcaps}/{name}.pcap",
                                      "-f", os.path.join(work, "run.pkt")]
         # Pktgen draws its screen and needs a terminal: script(1) gives it one.
         pg = subprocess.Popen(["script", "-qfec", " ".join(cmd), os.path.join(work, "pktgen.log")],
@@ -306,7 +338,7 @@ def run_profile(a, name, tmp, pcaps):
     rxs = monotonic_part([(t, s) for t, _, s in samples], "ipackets")[-1][1]
     sent, recv = txs["opackets"], rxs["ipackets"]
     r = {
-        "name": name, "kind": f"{kind}/IPv{6 if v6 else 4}", "size": size,
+        "name": name, "kind": f"{kind}/IPv{6 if v6 else 4}", "size": size, "link": link,
         "sent": sent, "received": recv, "loss": sent - recv,
         "tx_pps": steady_rate([(t, s) for t, s, _ in samples], "opackets"),
         "rx_pps": steady_rate([(t, s) for t, _, s in samples], "ipackets"),
@@ -345,7 +377,7 @@ def indent(text):
 def report(r):
     wire = r["size"] + 24  # FCS, preamble and gap: what a NIC's line rate counts
     enc = r["gw_tunnel"]["encap_packets" if r["name"].startswith("roce") else "decap_packets"]
-    print(f"   {r['name']:<18} {r['kind']:<12} {r['size']:>5} B: Pktgen sent {r['tx_pps'] / 1e6:6.3f} Mpps "
+    print(f"   {r['name']:<18} {r['kind']:<12} {r['size']:>5} B over {r['link']}: Pktgen sent {r['tx_pps'] / 1e6:6.3f} Mpps "
           f"({r['tx_pps'] * wire * 8 / 1e9:5.2f} Gbit/s on the inner wire), received {r['rx_pps'] / 1e6:6.3f} Mpps; "
           f"{r['sent']} sent, {r['received']} received, loss {r['loss']} "
           f"({100 * r['loss'] / max(1, r['sent']):.3f} %), Pktgen rx missed {r['pg_missed']}, tx errors {r['pg_oerrors']}")
@@ -362,6 +394,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=5, help="sending time per profile")
     ap.add_argument("--rate", type=int, help="percent of the link (default: the profile's)")
     ap.add_argument("--type", default="vxlan", choices=["vxlan", "geneve"], help="tunnel of the encap profiles")
+    ap.add_argument("--link", default="auto", choices=["auto", "memif", "vhost"],
+                    help="memif, vhost-user, or (auto) memif where the frames fit its 1500-byte MTU")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (configs, logs, captures)")
     ap.add_argument("--check", action="store_true", help="judge each profile: no loss, no drops, DSCP/ECN as expected")
     a = ap.parse_args()
@@ -385,7 +419,9 @@ def main():
         pcaps = os.path.join(tmp, "pcaps")
         subprocess.run(["/usr/bin/python3", os.path.join(PROFILES, "make-pcaps.py"), pcaps], check=True,
                        stdout=subprocess.DEVNULL)
-        print(f"Pktgen-DPDK {a.pktgen} against {a.dscpgw}, two memif pairs, --no-huge; {cpus()[2]}; "
+        links = {"auto": "two memif pairs (vhost-user pairs for jumbo frames)", "memif": "two memif pairs",
+                 "vhost": "two vhost-user pairs"}[a.link]
+        print(f"Pktgen-DPDK {a.pktgen} against {a.dscpgw}, {links}, --no-huge; {cpus()[2]}; "
               f"{a.seconds} s per profile at " + (f"{a.rate} % of the link" if a.rate is not None else "the profile's rate"))
         for n in names:
             try:

@@ -98,7 +98,7 @@ pysuite control "dscpgw ctl, Prometheus (promtool, a real server), telemetry, re
   tests/control/test_control.py "$PWD/build/dscpgw"
 # Pktgen-DPDK (built from PKTGEN_SRC; SKIP with the reason without it) against `dscpgw run` over
 # two memif pairs: the CNP mix, IPv6 and Geneve decap at 1 % of the link, loss and DSCP/ECN checked.
-suite pktgen "Pktgen-DPDK over memif, short form of scripts/bench-pktgen.sh" \
+suite pktgen "Pktgen-DPDK over memif and vhost-user, short form of scripts/bench-pktgen.sh" \
   bash scripts/bench-pktgen.sh --quick --dscpgw "$PWD/build/dscpgw"
 
 # The concurrent tests again, with the ThreadSanitizer build: `dscpgw run` with workers and the

@@ -12,8 +12,8 @@ One capture per profile of scripts/pktgen/ (the profile's header names it):
   roce-mix                       roce-1082's 128 data frames, then one CNP (BTH opcode 0x81, 74
                                  bytes) per QP: 144 frames, one CNP per 8 data frames as looped.
   roce6-1082                     roce-1082 over IPv6 (fd00:10::/48 -> fd00:20::/48), ICRC valid.
-  decap-vxlan-74, decap-vxlan-1082, decap-geneve-74, decap-geneve-1082
-                                 the roce-74/roce-1082 frames, marked DSCP 26, as the far tunnel end
+  decap-vxlan-74, decap-vxlan-1082, decap-vxlan-4154, decap-geneve-74, decap-geneve-1082,
+  decap-geneve-4154              the roce-74/1082/4154 frames, marked DSCP 26, as the far tunnel end
                                  sends them to the gateway's outer port (VNI 100, outer DSCP 26
                                  inherited, ECT(0), from REMOTE to WAN_IP); every 16th outer header
                                  CE, so RFC 6040 decapsulation shows in the inner header.
@@ -88,7 +88,7 @@ def main():
     sets["roce-mix"] = lan(mix())
     sets["roce6-1082"] = lan(workload(1082, v6=True))
     for kind in ("vxlan", "geneve"):
-        for n in (74, 1082):
+        for n in (74, 1082, 4154):
             sets[f"decap-{kind}-{n}"] = outer(workload(n, dscp=26), kind, a)
     for name, frames in sets.items():
         wrpcap(os.path.join(a.dir, f"{name}.pcap"), frames)
