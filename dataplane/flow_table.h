@@ -229,8 +229,8 @@ class FlowTable {
         run.tag = 0;
     }
 
-    // Counts `pkts` packets of `k` (`bytes` their IP length, `cnps` of them CNPs): tests, and
-    // callers with a key of their own.
+    // Counts `pkts` packets of `k` (`bytes` their IP length, `cnps` of them CNPs; `k.family` 4
+    // or 6): tests, and callers with a key of their own.
     void update(const FlowKey& k, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,
                 uint64_t cnps, uint64_t now) {
         update(PackedFlowKey::of(k), tunnel, decap, pkts, bytes, cnps, now);
