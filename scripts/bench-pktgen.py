@@ -262,12 +262,16 @@ def run_profile(a, name, tmp, pcaps):
         with open(os.path.join(PROFILES, f"{name}.pkt")) as f:
             pkt = f.read()
         # Both ports: Pktgen 23.06.1 paces every port of an lcore by the lcore's first port (here
-        # one lcore serves both, so port 0's rate paces port 1's sending too).
-        # With port 0's size set to the frames port 1 sends, port 1 gets the pace it would get
+        # one lcore serves both: each of port 0's burst times sends one burst of each port).
+        # With port 0's size and burst set to those of port 1, port 1 gets the pace it would get
         # from its own rate (Pktgen's wire size is port 0's single-packet size: 64 B by default).
         rate = f"set 0-1 rate {a.rate}\n" if a.rate is not None else ""
         if tx == 1:
             rate = f"set 0 size {size + overhead + 4}\n" + rate  # Pktgen's sizes count the FCS
+            # Port 0's default burst of 64 against the profile's 32 would halve port 1's rate.
+            burst = re.search(r"^set 1 burst (\d+)", pkt, re.M)
+            if burst:
+                rate = f"set 0 burst {burst.group(1)}\n" + rate
         # The links first: Pktgen paces by the link speed it sees when `set P rate` runs (no link,
         # no pacing).
         # `disable clock_gettime` (Pktgen's default clock) restarts its TX schedule from now: its
