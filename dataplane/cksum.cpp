@@ -3,17 +3,11 @@
 #include <immintrin.h>
 #include <rte_ip.h>
 
+#include "dataplane/wire.h"
+
 namespace dscpgw {
 
 namespace {
-
-// The 64-bit exact sum reduced to 32 bits by end-around carries: congruent modulo 0xffffffff and
-// so modulo 0xffff (0xffffffff = 0xffff * 0x10001), and zero only if the sum was.
-uint32_t reduce64(uint64_t s) {
-    s = (s & 0xffffffffu) + (s >> 32);
-    s = (s & 0xffffffffu) + (s >> 32);
-    return static_cast<uint32_t>(s);
-}
 
 // A namespace-scope initializer may run before libgcc's own CPU detection: run it first.
 const bool kHasAvx2 = [] {
@@ -43,7 +37,7 @@ __attribute__((target("avx2"))) uint32_t raw_sum_avx2(const uint8_t* p, size_t l
     uint64_t s = static_cast<uint64_t>(_mm_cvtsi128_si64(h)) +
                  static_cast<uint64_t>(_mm_extract_epi64(h, 1)) + sum;
     if (i < len) s += __rte_raw_cksum(p + i, len - i, 0);
-    return reduce64(s);
+    return wire::fold64(s);
 }
 
 uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum) {

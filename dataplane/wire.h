@@ -264,6 +264,21 @@ inline uint32_t sum16(const uint8_t* p, size_t n, uint32_t sum = 0) {
     return sum;
 }
 
+// A 32-bit one's-complement sum folded to 16 bits (two steps suffice below 2^32), not inverted.
+inline uint16_t fold(uint32_t sum) {
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+
+// A 64-bit sum of 32-bit words reduced to 32 bits by end-around carries: congruent modulo
+// 0xffffffff and so modulo 0xffff (0xffffffff = 0xffff * 0x10001), and zero only if the sum was.
+inline uint32_t fold64(uint64_t sum) {
+    sum = (sum & 0xffffffffu) + (sum >> 32);
+    sum = (sum & 0xffffffffu) + (sum >> 32);
+    return static_cast<uint32_t>(sum);
+}
+
 // Whether an IPv4 header of `ihl` 32-bit words (5..15, all present) carries a right checksum: its
 // one's-complement sum is 0xffff. Words are added as they lie in memory, 32 bits at a time into 64
 // (a one's-complement sum does not depend on byte order or word width once folded): a handful of
@@ -276,18 +291,7 @@ inline bool ipv4_header_sum_ok(const uint8_t* ip, unsigned ihl) {
     };
     uint64_t sum = word(0) + word(1) + word(2) + word(3) + word(4);  // The 20 fixed bytes.
     for (unsigned i = 5; i < ihl; ++i) sum += word(i);               // Options, if any.
-    sum = (sum & 0xffffffffu) + (sum >> 32);
-    sum = (sum & 0xffffffffu) + (sum >> 32);
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return sum == 0xffff;
-}
-
-// A 32-bit one's-complement sum folded to 16 bits (two steps suffice below 2^32), not inverted.
-inline uint16_t fold(uint32_t sum) {
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return static_cast<uint16_t>(sum);
+    return fold(fold64(sum)) == 0xffff;
 }
 
 inline uint16_t csum_finish(uint32_t sum) {
