@@ -48,10 +48,11 @@ struct TokenBucket {
 // separately, so that pings cannot use up the errors path MTU discovery needs).
 struct BurstState {
     TokenBucket icmp_errors, echo_replies;
-    FlowTable* flows = nullptr;  // The worker's RoCE conversations; none in replay.
-    FlowRuns flow_runs;          // This burst's conversations, not yet in `flows`.
-    uint64_t now_tsc = 0;        // Set by the worker once per poll: the flows' timestamps.
-    FlowRates* rates = nullptr;  // The worker's `adaptive` flow rates (policers run on now_tsc).
+    FlowTable* flows = nullptr;   // The worker's RoCE conversations; none in replay.
+    FlowRuns flow_runs;           // This burst's conversations, not yet in `flows`.
+    uint64_t now_tsc = 0;         // Set by the worker once per poll: the flows' timestamps.
+    FlowRates* rates = nullptr;   // The worker's `adaptive` flow rates (policers run on now_tsc).
+    EncapCache* encap = nullptr;  // The worker's inner IPv4 flows (encap.h); none: no cache.
 };
 
 // The headers of a frame: the first cache line, and on an outer port the second, where a
@@ -244,7 +245,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
             if constexpr (kOuter)
                 plain = decap_plain(s, rx_port, f, o, &decap_cache);
             else
-                plain = encap_plain(s, rx_port, f, o);
+                plain = encap_plain(s, rx_port, f, o, bs.encap);
             if (unlikely(!plain)) {
                 if constexpr (kOuter)
                     v = process_outer_general(s, rx_port, f, notes, &decap_cache);

@@ -242,57 +242,49 @@ DropReason check_tunnel_family(const TunnelConf& t, const NeighborTable& neighbo
                       : check_tunnel_family<false>(t, neighbors, headroom, inner_len, nh_mac);
 }
 
-// Pushes the tunnel's outer headers in front of the inner frame, once check_tunnel() passed. The
-// tunnel type only changes the template's bytes (built by the control side), so only the address
-// family specialises the code. `tags`: VLAN tag bytes to remove; `hash`: flow_hash() of the inner
-// packet; `inner_tos`: its TOS after marking; `dscp`: inherited_dscp().
+// The outer headers of tunnel `t` for one flow, at `hdr`: the template with the next hop's MAC,
+// the TOS and the entropy (source port, IPv6 flow label) in place; the lengths and checksums
+// stay the template's zeros for outer_lengths(). `inner_tos`: the inner TOS after marking;
+// `dscp`: inherited_dscp(); `hash`: flow_hash() of the inner packet.
 template <bool kV6>
-[[gnu::always_inline]] inline void encap_write(const TunnelConf& t, Frame& f, uint32_t tags,
-                                               uint32_t inner_len, uint8_t inner_tos, uint8_t dscp,
-                                               uint32_t hash, uint64_t nh_mac, bool& offload) {
-    constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
-    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
-    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
-    if (tags != 0) {
-        std::memmove(f.data + tags, f.data, 2 * 6);
-        f.data += tags;
-        f.headroom += tags;
-    }
-    if (t.has_inner_mac) {
-        // Routed LAN: the frame was addressed to us; readdress it to the far end.
-        std::memcpy(f.data, t.inner_mac.data(), 6);
-        std::memcpy(f.data + 6, t.inner_src_mac.data(), 6);
-    }
-    f.data -= hdr_len;
-    f.headroom -= hdr_len;
-    f.len = hdr_len + inner_len;
-    std::memcpy(f.data, t.hdr.data(), hdr_len);
-    if (nh_mac != 0) unpack_mac(nh_mac, f.data);
-
+[[gnu::always_inline]] inline void outer_headers(const TunnelConf& t, uint8_t* hdr,
+                                                 uint8_t inner_tos, uint8_t dscp, uint32_t hash,
+                                                 uint64_t nh_mac) {
+    std::memcpy(hdr, t.hdr.data(), outer_hdr_len<kV6>());
+    if (nh_mac != 0) unpack_mac(nh_mac, hdr);
     const uint8_t ecn = t.ecn_rfc6040 ? static_cast<uint8_t>(inner_tos & 3) : kEcnNotEct;
     // One load for every outer_dscp policy: inherit, fixed or mapped (snapshot.h).
     const uint8_t tos = static_cast<uint8_t>(t.outer_map[dscp & 63u] << 2 | ecn);
-    uint8_t* ip = f.data + kEthLen;
+    uint8_t* ip = hdr + kEthLen;
+    store16(ip + (kV6 ? kIpv6Len : kIpv4Len), entropy_port(hash));
+    if constexpr (!kV6)
+        ip[kIpv4TosOff] = tos;
+    else  // RFC 6438: the flow label carries the same entropy as the source port.
+        store32(ip, 0x60000000u | uint32_t{tos} << 20 | (hash & 0xfffffu));
+}
+
+// The per-packet part of the outer headers at `hdr` (as outer_headers() left them) for an inner
+// frame of `inner_len` bytes: lengths and checksums. `offload`: set when the device is to sum
+// the outer UDP datagram.
+template <bool kV6>
+[[gnu::always_inline]] inline void outer_lengths(const TunnelConf& t, uint8_t* hdr,
+                                                 uint32_t inner_len, bool& offload) {
+    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
+    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
+    uint8_t* ip = hdr + kEthLen;
     uint8_t* udp = ip + ip_hdr_len;
     const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
-    store16(udp, entropy_port(hash));
     store16(udp + 4, udp_len);
     if constexpr (!kV6) {
-        ip[kIpv4TosOff] = tos;
         store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
         store16(ip + kIpv4CsumOff,
-                static_cast<uint16_t>(~fold(t.hdr_csum_base + tos + outer_ip_len)));
+                static_cast<uint16_t>(~fold(t.hdr_csum_base + ip[kIpv4TosOff] + outer_ip_len)));
         // The outer UDP checksum stays zero, as RFC 7348 and RFC 8926 allow over IPv4.
     } else {
-        // RFC 6438: the flow label carries the same entropy as the source port.
-        store32(ip, 0x60000000u | uint32_t{tos} << 20 | (hash & 0xfffffu));
         store16(ip + kIpv6PayloadLenOff, udp_len);
         // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1), unless the tunnel says
         // its far end takes zero checksums (RFC 6935/6936; Linux's udp6zerocsumrx).
-        if (t.udp6_zero_csum_tx) {
-            store16(udp + 6, 0);
-            return;
-        }
+        if (t.udp6_zero_csum_tx) return;
         // DPDK's raw checksum sums words in host order; the base is kept in the same order.
         uint32_t sum = t.hdr_csum_base + rte_cpu_to_be_16(udp_len);
         if (t.tx_udp_offload) {
@@ -308,6 +300,39 @@ template <bool kV6>
         if (csum == 0) csum = 0xffff;
         std::memcpy(udp + 6, &csum, sizeof csum);
     }
+}
+
+// Makes room for the outer headers in front of the inner frame: `tags` bytes of VLAN tags
+// removed, the inner Ethernet header readdressed in routed mode.
+template <bool kV6>
+[[gnu::always_inline]] inline void encap_room(const TunnelConf& t, Frame& f, uint32_t tags,
+                                              uint32_t inner_len) {
+    constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
+    if (tags != 0) {
+        std::memmove(f.data + tags, f.data, 2 * 6);
+        f.data += tags;
+        f.headroom += tags;
+    }
+    if (t.has_inner_mac) {
+        // Routed LAN: the frame was addressed to us; readdress it to the far end.
+        std::memcpy(f.data, t.inner_mac.data(), 6);
+        std::memcpy(f.data + 6, t.inner_src_mac.data(), 6);
+    }
+    f.data -= hdr_len;
+    f.headroom -= hdr_len;
+    f.len = hdr_len + inner_len;
+}
+
+// Pushes the tunnel's outer headers in front of the inner frame, once check_tunnel() passed. The
+// tunnel type only changes the template's bytes (built by the control side), so only the address
+// family specialises the code. `tags`: VLAN tag bytes to remove.
+template <bool kV6>
+[[gnu::always_inline]] inline void encap_write(const TunnelConf& t, Frame& f, uint32_t tags,
+                                               uint32_t inner_len, uint8_t inner_tos, uint8_t dscp,
+                                               uint32_t hash, uint64_t nh_mac, bool& offload) {
+    encap_room<kV6>(t, f, tags, inner_len);
+    outer_headers<kV6>(t, f.data, inner_tos, dscp, hash, nh_mac);
+    outer_lengths<kV6>(t, f.data, inner_len, offload);
 }
 
 // The tail of both paths, once tunnel `tunnel_idx` has taken the packet (check_tunnel() passed):
@@ -328,16 +353,134 @@ template <bool kV6>
         encap_write<false>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
 }
 
+// The EncapCache key of an IPv4 frame parse_plain_udp_family<false>() took.
+struct FlowKey {
+    uint64_t addrs, rest;
+};
+
+[[gnu::always_inline]] inline FlowKey encap_flow_key(const ParsedPacket& pp, uint16_t rx_port) {
+    static_assert(kMaxPorts < (1u << 15), "the receiving port takes bits 48-62 of the key");
+    // The addresses and the UDP ports as they lie (byte order does not matter to a key).
+    uint64_t addrs;
+    uint32_t ports;
+    std::memcpy(&addrs, pp.src, sizeof addrs);
+    std::memcpy(&ports, pp.src + 8, sizeof ports);
+    const uint64_t bth = pp.has_bth ? pp.bth_opcode : 0;
+    return {addrs, uint64_t{ports} | uint64_t{pp.tos} << 32 | bth << 40 | uint64_t{rx_port} << 48 |
+                       uint64_t{1} << 63};
+}
+
+// The set of key `k`: its first way.
+[[gnu::always_inline]] inline EncapFlow* encap_flow_set(EncapCache& c, const FlowKey& k) {
+    const uint64_t h = (k.addrs ^ k.rest) * 0x9e3779b97f4a7c15u;
+    return &c.flow[(h >> (64 - EncapCache::kSetBits)) * EncapCache::kWays];
+}
+
+inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
+    return e.addrs == k.addrs && e.rest == k.rest;
+}
+
+// An EncapFlow hit: what encap_plain_family() would do, from the entry, once the per-packet
+// checks pass. False (nothing written): the slow way decides (and refills the entry).
+[[gnu::always_inline]] inline bool encap_cached(const EncapFlow& e, const ParsedPacket& pp,
+                                                Frame& f, Outcome& o) {
+    const uint32_t hdr_len = e.hdr_len;
+    // The outer IP packet is the outer headers but Ethernet, and the inner frame with its own.
+    if (pp.ip_len > e.max_ip_len || f.headroom < hdr_len ||
+        hdr_len + pp.ip_len > e.path_mtu->load(std::memory_order_relaxed))
+        return false;
+    if (e.neighbor != nullptr && e.neighbor->load(std::memory_order_relaxed) != e.nh_mac)
+        return false;
+    PacketNotes& n = o;
+    n = e.notes;
+    note_roce(n, pp, f.data);
+    o.out_port = e.out_port;
+    if (e.tos != pp.tos) set_ipv4_tos(f.data + kEthLen, e.tos);
+    const TunnelConf& t = *e.tunnel;
+    const uint32_t inner_len = kEthLen + pp.ip_len;
+    if (hdr_len == outer_hdr_len<false>()) {
+        encap_room<false>(t, f, 0, inner_len);
+        std::memcpy(f.data, e.hdr.data(), outer_hdr_len<false>());
+        // outer_lengths<false>() from the entry.
+        uint8_t* ip = f.data + kEthLen;
+        const uint32_t outer_ip_len = kIpv4Len + kUdpLen + 8 + inner_len;
+        store16(ip + kIpv4Len + 4, static_cast<uint16_t>(outer_ip_len - kIpv4Len));
+        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
+        store16(ip + kIpv4CsumOff,
+                static_cast<uint16_t>(~fold(e.hdr_csum_base + ip[kIpv4TosOff] + outer_ip_len)));
+    } else {
+        encap_room<true>(t, f, 0, inner_len);
+        std::memcpy(f.data, e.hdr.data(), outer_hdr_len<true>());
+        outer_lengths<true>(t, f.data, inner_len, o.tx_udp6_cksum);
+    }
+    return true;
+}
+
+// Records what the slow way decided for the flow of `pp` (IPv4, encapsulated through tunnel
+// `t` with inner TOS `tos`, outer DSCP `dscp`, notes `n` and entropy `hash`) in its set `set`:
+// the way it had, else a free one, else the first after the older entry moved to the second.
+// The arguments are values: a ParsedPacket passed by reference would have to live in memory.
+__attribute__((noinline)) void encap_fill(EncapFlow* set, const FlowKey& k, const Snapshot& s,
+                                          const TunnelConf& t, const PacketNotes& n,
+                                          uint32_t max_ip_len, uint8_t tos, uint8_t dscp,
+                                          uint32_t hash, uint64_t nh_mac) {
+    static_assert(EncapCache::kWays == 2);
+    EncapFlow* way = &set[0];
+    if (encap_flow_is(set[1], k) || (set[1].rest == 0 && !encap_flow_is(set[0], k)))
+        way = &set[1];
+    else if (set[0].rest != 0 && !encap_flow_is(set[0], k))
+        set[1] = set[0];
+    EncapFlow& e = *way;
+    e.addrs = k.addrs;
+    e.rest = k.rest;
+    e.tunnel = &t;
+    e.path_mtu = &t.path->mtu;
+    e.neighbor = t.neighbor >= 0 ? &s.neighbors->at(static_cast<size_t>(t.neighbor)).mac : nullptr;
+    e.nh_mac = nh_mac;
+    e.notes = n;
+    e.notes.roce_l3 = e.notes.roce_bth = nullptr;
+    e.max_ip_len = max_ip_len;
+    e.hdr_csum_base = t.hdr_csum_base;
+    e.out_port = t.outer_port;
+    e.tos = tos;
+    e.hdr.fill(0);
+    if (t.outer_v6) {
+        e.hdr_len = outer_hdr_len<true>();
+        outer_headers<true>(t, e.hdr.data(), tos, dscp, hash, nh_mac);
+    } else {
+        e.hdr_len = outer_hdr_len<false>();
+        outer_headers<false>(t, e.hdr.data(), tos, dscp, hash, nh_mac);
+    }
+}
+
 // encap_plain() for one inner family: a separate instance each, so that the IPv4 one carries
 // nothing of IPv6's (its longer addresses and the out-of-line rte_lpm6_lookup() cost the IPv4
 // path registers, spills and a failed store-to-load forwarding when they shared a body).
+// `cache`: IPv4 only.
 template <bool kV6>
 __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx_port, Frame& f,
-                                                  Outcome& o) {
+                                                  Outcome& o, EncapCache* cache) {
     Verdict& v = o;
     PacketNotes& n = o;
     ParsedPacket pp;
     if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
+    EncapFlow* set = nullptr;
+    FlowKey key{};
+    if constexpr (!kV6) {
+        if (cache != nullptr) {
+            if (cache->snap != &s || cache->generation != s.generation) {
+                for (EncapFlow& e : cache->flow) e.rest = 0;
+                cache->snap = &s;
+                cache->generation = s.generation;
+            }
+            key = encap_flow_key(pp, rx_port);
+            set = encap_flow_set(*cache, key);
+            const EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
+                                 : encap_flow_is(set[1], key) ? &set[1]
+                                                              : nullptr;
+            if (e != nullptr && encap_cached(*e, pp, f, o)) return true;
+        }
+    }
     const PortConf& port = s.ports[rx_port];
     if (pp.ip_len > port.plain_mtu) return false;  // Too big, or a tagged LAN.
     if constexpr (kV6) {
@@ -358,23 +501,27 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     if (check_tunnel(t, *s.neighbors, f.headroom, inner_len, nh_mac) != DropReason::none)
         return false;
     const uint8_t tos = mark_inner < kV6 ? 6 : 4 > (s, pp, cls, f.data, n);
-    encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, inherited_dscp(port, cls, tos), nh_mac, v,
-               n);
+    const uint8_t dscp = inherited_dscp(port, cls, tos);
+    encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, dscp, nh_mac, v, n);
+    if constexpr (!kV6) {
+        if (set != nullptr)
+            encap_fill(set, key, s, t, n, port.plain_mtu, tos, dscp, flow_hash_inline(pp), nh_mac);
+    }
     return true;
 }
 
 }  // namespace
 
-bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o) {
+bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, EncapCache* cache) {
     if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
-        return encap_plain_family<true>(s, rx_port, f, o);
-    return encap_plain_family<false>(s, rx_port, f, o);
+        return encap_plain_family<true>(s, rx_port, f, o, nullptr);
+    return encap_plain_family<false>(s, rx_port, f, o, cache);
 }
 
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
-                      const QosClock* qos) {
+                      const QosClock* qos, EncapCache* ecache) {
     Outcome o;
-    if (encap_plain(s, rx_port, f, o)) {
+    if (encap_plain(s, rx_port, f, o, ecache)) {
         notes = o;
         return o;
     }

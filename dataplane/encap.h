@@ -5,6 +5,44 @@
 
 namespace dscpgw {
 
+// What the shortcut decided for one inner IPv4 flow, so that its next packets skip the
+// classification, the route lookup, the tunnel's checks and the outer header's assembly (OVS's
+// exact-match cache, for one direction). The key is everything of the packet those steps read:
+// the addresses, the UDP ports, the TOS, the BTH opcode and the receiving port. What can change
+// without a new snapshot is checked again on every hit: the packet's length against the port's
+// plain MTU and the tunnel's live path MTU, the headroom, and the next hop's MAC.
+struct alignas(64) EncapFlow {
+    uint64_t addrs = 0;  // Key: the IPv4 source and destination as they lie in the packet.
+    // Key: the UDP ports as in the packet | TOS << 32 | BTH opcode << 40 (0 without a BTH) |
+    // receiving port << 48 | 1 << 63; 0: a free entry.
+    uint64_t rest = 0;
+    const TunnelConf* tunnel = nullptr;
+    const std::atomic<uint32_t>* path_mtu = nullptr;  // The tunnel's.
+    const std::atomic<uint64_t>* neighbor = nullptr;  // The next hop's MAC word, or none.
+    uint64_t nh_mac = 0;         // What check_tunnel() found (0: the template's MAC).
+    PacketNotes notes;           // The packet's notes but for its RoCE pointers.
+    uint32_t max_ip_len = 0;     // The receiving port's plain_mtu.
+    uint32_t hdr_csum_base = 0;  // The tunnel's (IPv4 outer).
+    uint16_t out_port = 0;
+    uint8_t tos = 0;      // The inner TOS after marking.
+    uint8_t hdr_len = 0;  // Of the outer headers: 50 (IPv4) or 70 (IPv6).
+    // The outer headers, TOS, entropy port, flow label and next-hop MAC in place; the lengths and
+    // checksums are the packet's (kept zero here).
+    alignas(8) std::array<uint8_t, kMaxOuterHdr> hdr{};
+};
+
+// A worker's EncapFlows: two-way sets chosen by a hash of the key (a new flow takes a free way,
+// else pushes the older entry out), bound to one snapshot (generation and address):
+// encap_plain() empties it when handed another. 48 KB, of which a worker touches what its flows
+// use.
+struct EncapCache {
+    static constexpr unsigned kSetBits = 7, kWays = 2;
+    const Snapshot* snap = nullptr;
+    uint64_t generation = 0;
+    EncapFlow flow[kWays << kSetBits];
+};
+static_assert(sizeof(EncapFlow) == 192, "three cache lines an entry");
+
 // The general path: every frame an inner port can receive (tags, options, extension headers,
 // traffic for the gateway itself, drops with their reasons).
 Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
@@ -15,6 +53,8 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
 // general path untouched; it declines every drop, local reply and unusual case. Both end in the
 // same tail (encap.cpp), so they differ only in how they parse and when they decline.
 // `o` starts default (both parts): one pointer, as the hot path's registers are few.
-bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o);
+// `cache`: the worker's EncapCache (below), or none.
+bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o,
+                 EncapCache* cache = nullptr);
 
 }  // namespace dscpgw

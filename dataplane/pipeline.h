@@ -12,6 +12,7 @@
 namespace dscpgw {
 
 struct QosClock;
+struct EncapCache;
 
 // What the receiving device found of a frame's checksums (from the mbuf's RX flags), where it
 // checked them; zero: unknown, verified in software.
@@ -112,16 +113,18 @@ struct DecapCache {
 // the common frame in front of a general path; both fill `notes` afresh.
 // `qos`: the QoS stage's time and the worker's flow rates (qos.h); none: the TSC now, and
 // `adaptive` rules see no rates.
+// `ecache`: the worker's exact-match cache of inner IPv4 flows (encap.h), or none.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
-                      const QosClock* qos = nullptr);
+                      const QosClock* qos = nullptr, EncapCache* ecache = nullptr);
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
                       DecapCache* cache = nullptr);
 
 inline Outcome process_packet(const Snapshot& s, uint16_t rx_port, Frame& f,
-                              DecapCache* cache = nullptr, const QosClock* qos = nullptr) {
+                              DecapCache* cache = nullptr, const QosClock* qos = nullptr,
+                              EncapCache* ecache = nullptr) {
     Outcome o;
     static_cast<Verdict&>(o) = s.ports[rx_port].role == PortRole::inner
-                                   ? process_inner(s, rx_port, f, o, qos)
+                                   ? process_inner(s, rx_port, f, o, qos, ecache)
                                    : process_outer(s, rx_port, f, o, cache);
     return o;
 }

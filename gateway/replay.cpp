@@ -231,12 +231,15 @@ int cmd_replay(const ReplayOptions& o) {
         const unsigned nw = o.workers;
         std::vector<std::unique_ptr<WorkerStats>> stats;
         std::vector<std::unique_ptr<FlowRates>> rates;
+        std::vector<std::unique_ptr<EncapCache>> encap;
         std::vector<BurstState> bs(nw);
         const uint64_t hz = rte_get_tsc_hz();
         for (unsigned w = 0; w < nw; ++w) {
             stats.push_back(std::make_unique<WorkerStats>());
             rates.push_back(std::make_unique<FlowRates>(kAdaptiveFlows, hz));
             bs[w].rates = rates.back().get();
+            encap.push_back(std::make_unique<EncapCache>());
+            bs[w].encap = encap.back().get();
         }
         const uint32_t max_frame = kDataRoom - RTE_PKTMBUF_HEADROOM;
         struct Tx {

@@ -6,7 +6,8 @@
 // stops the run. It also holds the shortcuts to their reference: the straight-line parse of plain
 // IPv4/UDP must equal the general parser's result, the plain-IPv4 encapsulation and decapsulation
 // must equal the general paths', and a packet processed with a per-burst decap cache that has just
-// seen it must come out as it does without one. Bit 5 of the second byte picks a config whose
+// seen it, or with a worker's encap flow cache that every earlier input of its config has filled,
+// must come out as it does without one. Bit 5 of the second byte picks a config whose
 // ports are shaped with queues that mark CE (dataplane/sched.h): a forwarded frame is then queued
 // twice (the second marked or dropped) and dequeued, as the workers' egress stage does.
 #include <cstdint>
@@ -30,6 +31,9 @@ namespace {
 // Transparent LAN, routed LAN, the transparent one tagged with Border QoS classes, and shaped
 // ports with egress queues.
 const dscpgw::Snapshot* g_snaps[4] = {};
+// One per config, kept across inputs: an input may hit an entry an earlier one left (another
+// length, headroom, TTL or checksum on the same flow), and must still come out as without it.
+dscpgw::EncapCache g_encap[4];
 rte_mempool* g_pool = nullptr;
 uint64_t g_now = 0;
 
@@ -115,9 +119,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 2 || size > 16384) return 0;
     const uint16_t port = data[0] & 1;
-    const dscpgw::Snapshot* g_snap = g_snaps[(data[1] & 0x20) != 0   ? 3
-                                             : (data[1] & 0x10) != 0 ? 2
-                                                                     : data[0] >> 7];
+    const unsigned config = (data[1] & 0x20) != 0 ? 3 : (data[1] & 0x10) != 0 ? 2 : data[0] >> 7;
+    const dscpgw::Snapshot* g_snap = g_snaps[config];
     // Headroom from 0 to 126 bytes: encapsulation must never write before the buffer.
     const uint32_t headroom = ((data[0] >> 1) & 0x3f) * 2u;
     const auto rx_cksum = static_cast<uint8_t>(data[1] & 0x0f);
@@ -136,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int i = 0; i < 2; ++i) {
         std::memcpy(cached.get() + headroom, data + 1, len);
         fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
-        vc = dscpgw::process_packet(*g_snap, port, fc, &cache);
+        vc = dscpgw::process_packet(*g_snap, port, fc, &cache, nullptr, &g_encap[config]);
     }
     dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
     dscpgw::Outcome v = dscpgw::process_packet(*g_snap, port, f);

@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "dataplane/burst.h"
+#include "dataplane/encap.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/pipeline.h"
@@ -525,6 +526,128 @@ TEST(Mtu, PathMtuLearnedFromTheUnderlay) {
     EXPECT_EQ(age_path_mtus(*snap, t0 + (kPathMtuAgeSeconds - 1) * hz, hz), 0u);
     EXPECT_EQ(age_path_mtus(*snap, t0 + kPathMtuAgeSeconds * hz, hz), 1u);
     EXPECT_EQ(path(), 1600u);
+}
+
+// The worker's encap flow cache: a hit gives what the slow way gives, byte for byte, and what may
+// change under a snapshot (the next hop's MAC, the path MTU) or with it takes effect at once.
+TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    EncapCache cache;
+    struct Run {
+        Outcome v;
+        Bytes bytes;
+    };
+    auto run = [&](const Snapshot& s, const Bytes& in, EncapCache* c, size_t headroom = 128) {
+        test::TestFrame t(in, headroom);
+        Run r;
+        r.v = process_packet(s, kLan, t.frame, nullptr, nullptr, c);
+        if (r.v.drop == DropReason::none) r.bytes = t.bytes();
+        return r;
+    };
+    auto same = [](const Run& a, const Run& b) {
+        return a.v.drop == b.v.drop && a.v.out_port == b.v.out_port &&
+               a.v.class_id == b.v.class_id && a.v.tunnel_id == b.v.tunnel_id &&
+               a.v.dscp_in == b.v.dscp_in && a.v.dscp_out == b.v.dscp_out &&
+               a.v.dscp_rewritten == b.v.dscp_rewritten && a.v.outer_mapped == b.v.outer_mapped &&
+               (a.v.roce_bth == nullptr) == (b.v.roce_bth == nullptr) &&
+               a.v.tx_udp6_cksum == b.v.tx_udp6_cksum && a.v.pmtu == b.v.pmtu && a.bytes == b.bytes;
+    };
+    auto used = [&] {
+        size_t n = 0;
+        for (const EncapFlow& e : cache.flow) n += e.rest != 0;
+        return n;
+    };
+    // Geneve and VXLAN, IPv4 and IPv6 outer, marked and unmarked, CNP and data, a fixed outer
+    // DSCP, a non-RoCE UDP flow; each first fills its entry, then hits it.
+    const std::vector<Bytes> flows = {
+        roce4("10.10.0.5", "10.20.0.9", 0x02),
+        roce4("10.10.0.5", "10.20.0.9", 26 << 2 | 1, 4, 500, 50000),
+        roce4("10.10.0.5", "10.30.0.9", 0x01, 0x81),
+        roce4("10.10.0.6", "10.40.0.9", 0x03),
+        PacketBuilder()
+            .eth()
+            .ipv4("10.10.0.7", "10.20.1.1", 0x28)
+            .udp(1234, 5678)
+            .payload(64)
+            .build(),
+    };
+    for (const Bytes& in : flows) {
+        const Run slow = run(*snap, in, nullptr);
+        ASSERT_EQ(slow.v.drop, DropReason::none);
+        EXPECT_TRUE(same(run(*snap, in, &cache), slow)) << "filling";
+        EXPECT_TRUE(same(run(*snap, in, &cache), slow)) << "hitting";
+    }
+    EXPECT_EQ(used(), flows.size()) << "one entry a flow (no two collide here)";
+    // Another length, TTL and IP ID on a cached flow: only the key decides, the rest is the
+    // packet's.
+    const Bytes longer = PacketBuilder()
+                             .eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2})
+                             .ipv4("10.10.0.5", "10.20.0.9", 0x02, 17, 0, 0, 3, 0x9999)
+                             .udp(49152, 4791)
+                             .bth(4)
+                             .payload(1000)
+                             .build();
+    EXPECT_TRUE(same(run(*snap, longer, &cache), run(*snap, longer, nullptr)));
+    // The hit really comes from the entry: a byte changed in it shows in the packet.
+    {
+        const Bytes& in = flows[0];
+        EncapFlow* e = nullptr;
+        for (EncapFlow& f : cache.flow)
+            if (f.rest != 0 && f.notes.tunnel_id == 0 && f.max_ip_len == 1500 &&
+                f.tos == (26 << 2 | 2))
+                e = &f;
+        ASSERT_NE(e, nullptr);
+        e->hdr[0] ^= 0x80;
+        const Run r = run(*snap, in, &cache);
+        e->hdr[0] ^= 0x80;
+        ASSERT_EQ(r.v.drop, DropReason::none);
+        EXPECT_EQ(r.bytes[0], kNh4[0] ^ 0x80);
+        EXPECT_TRUE(same(run(*snap, in, &cache), run(*snap, in, nullptr)));
+    }
+    // Too little headroom and a frame over the port's MTU: the slow way answers, as without it.
+    EXPECT_EQ(run(*snap, flows[0], &cache, 20).v.drop, run(*snap, flows[0], nullptr, 20).v.drop);
+    const Bytes jumbo = roce4("10.10.0.5", "10.20.0.9", 0x02, 4, 1480);
+    EXPECT_TRUE(same(run(*snap, jumbo, &cache), run(*snap, jumbo, nullptr)));
+    EXPECT_NE(run(*snap, jumbo, &cache).v.drop, DropReason::none);
+
+    // A learned next hop, then another MAC for it: the cached flow follows.
+    const int nh = table.find(4, kWan, Bytes{198, 18, 0, 254}.data());
+    ASSERT_GE(nh, 0);
+    const Bytes via_nh = roce4("10.10.0.5", "10.70.0.1", 0);
+    EXPECT_EQ(run(*snap, via_nh, &cache).v.drop, DropReason::no_neighbor);
+    for (uint8_t last : {uint8_t{0x11}, uint8_t{0x22}}) {
+        const std::array<uint8_t, 6> mac{2, 0xaa, 0, 0, 0, last};
+        table.at(static_cast<size_t>(nh)).mac.store(kNeighborValid | pack_mac(mac.data()));
+        const Run r = run(*snap, via_nh, &cache);
+        ASSERT_EQ(r.v.drop, DropReason::none);
+        EXPECT_EQ(Bytes(r.bytes.begin(), r.bytes.begin() + 6), Bytes(mac.begin(), mac.end()));
+        EXPECT_TRUE(same(run(*snap, via_nh, &cache), run(*snap, via_nh, nullptr)));
+    }
+    table.at(static_cast<size_t>(nh)).mac.store(0);
+    EXPECT_EQ(run(*snap, via_nh, &cache).v.drop, DropReason::no_neighbor) << "forgotten";
+
+    // The path MTU lowered under a cached flow: too big now, with the MTU to report.
+    const Bytes mid = roce4("10.10.0.5", "10.20.0.9", 0x02, 4, 1200);
+    ASSERT_EQ(run(*snap, mid, &cache).v.drop, DropReason::none);
+    snap->tunnels[0].path->mtu.store(1200);
+    const Run low = run(*snap, mid, &cache);
+    EXPECT_EQ(low.v.drop, DropReason::too_big);
+    EXPECT_TRUE(same(low, run(*snap, mid, nullptr)));
+    snap->tunnels[0].path->mtu.store(1600);
+
+    // A new configuration: the entries of the old one are gone, and the new marking applies.
+    std::string text = kConfig;
+    text.replace(text.rfind("dscp = 26"), 9, "dscp = 10");
+    const Config cfg2 = parse_config(text, "unit.toml");
+    auto next = build_snapshot(cfg2, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    next->generation = snap->generation + 1;
+    const Run r2 = run(*next, flows[0], &cache);
+    EXPECT_EQ(r2.v.dscp_out, 10);
+    EXPECT_TRUE(same(r2, run(*next, flows[0], nullptr)));
+    EXPECT_EQ(used(), 1u);
+    EXPECT_EQ(cache.generation, next->generation);
 }
 
 // Two classes that both match a packet: the first listed wins, whichever it is.
