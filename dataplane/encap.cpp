@@ -2,6 +2,7 @@
 // decline; from the route lookup on they share mark_inner(), check_tunnel() and encap_tail().
 #include "dataplane/encap.h"
 
+#include <rte_branch_prediction.h>
 #include <rte_cycles.h>
 #include <rte_hash_crc.h>
 #include <rte_ip.h>
@@ -456,31 +457,16 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const FlowKey& k, cons
 // encap_plain() for one inner family: a separate instance each, so that the IPv4 one carries
 // nothing of IPv6's (its longer addresses and the out-of-line rte_lpm6_lookup() cost the IPv4
 // path registers, spills and a failed store-to-load forwarding when they shared a body).
-// `cache`: IPv4 only.
+// IPv4: `set` is the set of key `key` in the worker's EncapCache, where it missed (none: no
+// cache); a success fills it.
 template <bool kV6>
 __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx_port, Frame& f,
-                                                  Outcome& o, EncapCache* cache) {
+                                                  Outcome& o, EncapFlow* set = nullptr,
+                                                  const FlowKey* key = nullptr) {
     Verdict& v = o;
     PacketNotes& n = o;
     ParsedPacket pp;
     if (!parse_plain_udp_family<kV6>(f.data, f.len, pp)) return false;
-    EncapFlow* set = nullptr;
-    FlowKey key{};
-    if constexpr (!kV6) {
-        if (cache != nullptr) {
-            if (cache->snap != &s || cache->generation != s.generation) {
-                for (EncapFlow& e : cache->flow) e.rest = 0;
-                cache->snap = &s;
-                cache->generation = s.generation;
-            }
-            key = encap_flow_key(pp, rx_port);
-            set = encap_flow_set(*cache, key);
-            const EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
-                                 : encap_flow_is(set[1], key) ? &set[1]
-                                                              : nullptr;
-            if (e != nullptr && encap_cached(*e, pp, f, o)) return true;
-        }
-    }
     const PortConf& port = s.ports[rx_port];
     if (pp.ip_len > port.plain_mtu) return false;  // Too big, or a tagged LAN.
     if constexpr (kV6) {
@@ -505,17 +491,34 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, dscp, nh_mac, v, n);
     if constexpr (!kV6) {
         if (set != nullptr)
-            encap_fill(set, key, s, t, n, port.plain_mtu, tos, dscp, flow_hash_inline(pp), nh_mac);
+            encap_fill(set, *key, s, t, n, port.plain_mtu, tos, dscp, flow_hash_inline(pp), nh_mac);
     }
     return true;
 }
 
 }  // namespace
 
+// With a cache, a hit is done here, in a body that holds little else (few registers to save);
+// a miss parses again in encap_plain_family(), which fills the entry.
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, EncapCache* cache) {
     if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
-        return encap_plain_family<true>(s, rx_port, f, o, nullptr);
-    return encap_plain_family<false>(s, rx_port, f, o, cache);
+        return encap_plain_family<true>(s, rx_port, f, o);
+    if (cache == nullptr) return encap_plain_family<false>(s, rx_port, f, o);
+    ParsedPacket pp;
+    // What encap_plain_family<false>() would decline first.
+    if (!parse_plain_udp_family<false>(f.data, f.len, pp)) return false;
+    if (unlikely(cache->snap != &s || cache->generation != s.generation)) {
+        for (EncapFlow& e : cache->flow) e.rest = 0;
+        cache->snap = &s;
+        cache->generation = s.generation;
+    }
+    const FlowKey key = encap_flow_key(pp, rx_port);
+    EncapFlow* set = encap_flow_set(*cache, key);
+    const EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
+                         : encap_flow_is(set[1], key) ? &set[1]
+                                                      : nullptr;
+    if (e != nullptr && encap_cached(*e, pp, f, o)) return true;
+    return encap_plain_family<false>(s, rx_port, f, o, set, &key);
 }
 
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
