@@ -395,20 +395,14 @@ inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
     PacketNotes& n = o;
     n = e.notes;
     note_roce(n, pp, f.data);
-    o.out_port = e.out_port;
-    if (e.tos != pp.tos) set_ipv4_tos(f.data + kEthLen, e.tos);
     const TunnelConf& t = *e.tunnel;
+    o.out_port = t.outer_port;
+    if (e.tos != pp.tos) set_ipv4_tos(f.data + kEthLen, e.tos);
     const uint32_t inner_len = kEthLen + pp.ip_len;
     if (hdr_len == outer_hdr_len<false>()) {
         encap_room<false>(t, f, 0, inner_len);
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<false>());
-        // outer_lengths<false>() from the entry.
-        uint8_t* ip = f.data + kEthLen;
-        const uint32_t outer_ip_len = kIpv4Len + kUdpLen + 8 + inner_len;
-        store16(ip + kIpv4Len + 4, static_cast<uint16_t>(outer_ip_len - kIpv4Len));
-        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
-        store16(ip + kIpv4CsumOff,
-                static_cast<uint16_t>(~fold(e.hdr_csum_base + ip[kIpv4TosOff] + outer_ip_len)));
+        outer_lengths<false>(t, f.data, inner_len, o.tx_udp6_cksum);
     } else {
         encap_room<true>(t, f, 0, inner_len);
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<true>());
@@ -441,8 +435,6 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const FlowKey& k, cons
     e.notes = n;
     e.notes.roce_l3 = e.notes.roce_bth = nullptr;
     e.max_ip_len = max_ip_len;
-    e.hdr_csum_base = t.hdr_csum_base;
-    e.out_port = t.outer_port;
     e.tos = tos;
     e.hdr.fill(0);
     if (t.outer_v6) {

@@ -19,13 +19,11 @@ struct alignas(64) EncapFlow {
     const TunnelConf* tunnel = nullptr;
     const std::atomic<uint32_t>* path_mtu = nullptr;  // The tunnel's.
     const std::atomic<uint64_t>* neighbor = nullptr;  // The next hop's MAC word, or none.
-    uint64_t nh_mac = 0;         // What check_tunnel() found (0: the template's MAC).
-    PacketNotes notes;           // The packet's notes but for its RoCE pointers.
-    uint32_t max_ip_len = 0;     // The receiving port's plain_mtu.
-    uint32_t hdr_csum_base = 0;  // The tunnel's (IPv4 outer).
-    uint16_t out_port = 0;
-    uint8_t tos = 0;      // The inner TOS after marking.
-    uint8_t hdr_len = 0;  // Of the outer headers: 50 (IPv4) or 70 (IPv6).
+    uint64_t nh_mac = 0;      // What check_tunnel() found (0: the template's MAC).
+    PacketNotes notes;        // The packet's notes but for its RoCE pointers.
+    uint32_t max_ip_len = 0;  // The receiving port's plain_mtu.
+    uint8_t tos = 0;          // The inner TOS after marking.
+    uint8_t hdr_len = 0;      // Of the outer headers: 50 (IPv4) or 70 (IPv6).
     // The outer headers, TOS, entropy port, flow label and next-hop MAC in place; the lengths and
     // checksums are the packet's (kept zero here).
     alignas(8) std::array<uint8_t, kMaxOuterHdr> hdr{};
