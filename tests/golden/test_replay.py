@@ -653,6 +653,8 @@ def decap_drops_are_named_and_counted():
          "drop=bad_tunnel_header"),
         (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, options=ok_opt), "decap"),
         (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, gflags=0x80), "drop=bad_tunnel_header"),
+        # Reserved flag bits are ignored on receipt (RFC 8926 section 3.4).
+        (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, gflags=0x3F), "decap"),
         (encap(inner, "geneve", "198.18.7.7", "198.18.0.1", 100, gproto=0x0800), "drop=unsupported_payload"),
         (frag, "drop=outer_fragment"),
         (encap(Raw(b"\x01" * 10), "geneve", "198.18.7.7", "198.18.0.1", 100), "drop=bad_inner_frame"),
@@ -671,8 +673,9 @@ def decap_drops_are_named_and_counted():
     cases.append((Ether(bytes(badudp)), "drop=truncated"))
     r = replay([c[0] for c in cases], port="wan")
     eq([r.verdict(i + 1) for i in range(len(cases))], [c[1] for c in cases], "verdicts")
-    eq(len(r.outs), 2, "only the two valid frames leave")
+    eq(len(r.outs), 3, "only the three valid frames leave")
     eq(raw(r.outs[1]), raw(inner), "non-critical option skipped, frame intact")
+    eq(raw(r.outs[2]), raw(inner), "reserved flags ignored, frame intact")
     eq(r.c("drop.bad_tunnel_header"), 6, "bad_tunnel_header count")
 
 
