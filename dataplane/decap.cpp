@@ -104,17 +104,28 @@ bool ieee_link_local(const uint8_t* dst_mac) {
     return load32(dst_mac) == 0x0180c200u && dst_mac[4] == 0 && (dst_mac[5] & 0xf0) == 0;
 }
 
-// The decapsulation table, through the burst's one-entry cache when the caller keeps one.
-bool lookup_tunnel(const Snapshot& s, const DecapKey& key, DecapCache* cache, uint16_t& tid) {
-    if (cache != nullptr && cache->tunnel_id >= 0 && cache->key == key) {
-        tid = static_cast<uint16_t>(cache->tunnel_id);
-        return true;
-    }
+// The decapsulation table itself, filling the caller's cache when it keeps one.
+__attribute__((noinline)) bool lookup_tunnel_table(const Snapshot& s, const DecapKey& key,
+                                                   DecapCache* cache, uint16_t& tid) {
     void* data = nullptr;
     if (rte_hash_lookup_data(s.decap, &key, &data) < 0) return false;
     tid = static_cast<uint16_t>(reinterpret_cast<uintptr_t>(data));
-    if (cache != nullptr) *cache = DecapCache{key, static_cast<int16_t>(tid)};
+    if (cache != nullptr) {
+        cache->key = key;
+        cache->tunnel_id = static_cast<int16_t>(tid);
+    }
     return true;
+}
+
+// The decapsulation table, through the burst's one-entry cache when the caller keeps one: a hit
+// inline, with the key in registers. An empty cache's key (all zero, family 0) matches no packet's.
+[[gnu::always_inline]] inline bool lookup_tunnel(const Snapshot& s, const DecapKey& key,
+                                                 DecapCache* cache, uint16_t& tid) {
+    if (cache != nullptr && cache->key == key) {
+        tid = static_cast<uint16_t>(cache->tunnel_id);
+        return true;
+    }
+    return lookup_tunnel_table(s, key, cache, tid);
 }
 
 // What decapsulation does to the inner IP packet's TOS: bleaching detection, RFC 6040, the
