@@ -53,6 +53,7 @@ struct BurstState {
     uint64_t now_tsc = 0;         // Set by the worker once per poll: the flows' timestamps.
     FlowRates* rates = nullptr;   // The worker's `adaptive` flow rates (policers run on now_tsc).
     EncapCache* encap = nullptr;  // The worker's inner IPv4 flows (encap.h); none: no cache.
+    DecapCache decap;             // The worker's last decapsulation-table hit.
 };
 
 // The headers of a frame: the first cache line, and on an outer port the second, where a
@@ -225,7 +226,8 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
                               WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0;
     BurstCounters count(st, s.bank);
-    DecapCache decap_cache;  // This burst's only: the snapshot may change between bursts.
+    DecapCache& decap_cache = bs.decap;
+    if constexpr (kOuter) decap_cache.bind(s);  // The snapshot may change between bursts.
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], kOuter);

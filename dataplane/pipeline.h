@@ -2,6 +2,8 @@
 // tables the snapshot holds, allocates nothing, never throws.
 #pragma once
 
+#include <rte_branch_prediction.h>
+
 #include <cstdint>
 
 #include "dataplane/counters.h"
@@ -101,12 +103,22 @@ inline uint16_t entropy_port(uint32_t hash) {
     return static_cast<uint16_t>(0xc000u | (hash & 0x3fffu));
 }
 
-// The last decapsulation-table hit, kept by the caller for the packets of one burst (which mostly
-// come from one tunnel) so that they skip the hash lookup. Valid for one snapshot only: the burst
-// glue starts each burst with an empty one.
+// The last decapsulation-table hit, kept by the caller (a worker, for all its bursts: packets
+// mostly come from one tunnel) so that they skip the hash lookup. Bound to one snapshot (address
+// and generation): bind() empties it for another. An empty one's all-zero key (family 0) matches
+// no packet's.
 struct DecapCache {
     DecapKey key{};
     int16_t tunnel_id = -1;
+    const Snapshot* snap = nullptr;
+    uint64_t generation = 0;
+
+    void bind(const Snapshot& s) {
+        if (likely(snap == &s && generation == s.generation)) return;
+        *this = DecapCache{};
+        snap = &s;
+        generation = s.generation;
+    }
 };
 
 // Inner -> outer (dataplane/encap.h) and outer -> inner (dataplane/decap.h), each a shortcut for

@@ -650,6 +650,49 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
     EXPECT_EQ(cache.generation, next->generation);
 }
 
+// The worker's decapsulation-table cache: a hit is taken from it (a planted tunnel shows), it is
+// kept while the snapshot is the same, and bind() to another address or generation empties it.
+TEST(DecapCache, HitsComeFromItAndANewSnapshotEmptiesIt) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    const Bytes inner = roce4("10.20.0.9", "10.10.0.5", 26 << 2);
+    const Bytes frame = PacketBuilder()
+                            .eth(kWanMac, kNh4)
+                            .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
+                            .udp(50000, 6081, false)
+                            .geneve(100)
+                            .raw(inner)
+                            .build();
+    auto tunnel = [&](const Snapshot& s, DecapCache* c) {
+        test::TestFrame t(frame);
+        const Outcome o = process_packet(s, kWan, t.frame, c);
+        EXPECT_EQ(o.drop, DropReason::none);
+        return o.tunnel_id;
+    };
+    const int16_t right = tunnel(*snap, nullptr);
+    ASSERT_GE(right, 0);
+    ASSERT_GE(snap->tunnels.size(), 2u);
+    const auto other = static_cast<int16_t>(right == 0 ? 1 : 0);
+    DecapCache cache;
+    cache.bind(*snap);
+    EXPECT_EQ(tunnel(*snap, &cache), right) << "filled from the table";
+    EXPECT_EQ(cache.tunnel_id, right);
+    cache.tunnel_id = other;  // Planted: a hit answers from the cache, not the table.
+    cache.bind(*snap);
+    EXPECT_EQ(tunnel(*snap, &cache), other) << "kept for the same snapshot";
+    ++snap->generation;  // Another configuration at the same address.
+    cache.bind(*snap);
+    EXPECT_EQ(cache.tunnel_id, -1);
+    EXPECT_EQ(tunnel(*snap, &cache), right);
+    auto next = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    next->generation = snap->generation;  // Another address, the same generation.
+    cache.tunnel_id = other;
+    cache.bind(*next);
+    EXPECT_EQ(tunnel(*next, &cache), right);
+    EXPECT_EQ(cache.snap, next.get());
+}
+
 // Two classes that both match a packet: the first listed wins, whichever it is.
 TEST(Classify, FirstMatchWins) {
     const std::string ports = R"(
