@@ -1363,5 +1363,32 @@ TEST_F(Burst, TooBigAnsweredOrSuppressed) {
     for (rte_mbuf* m : out) rte_pktmbuf_free(m);
 }
 
+// The device's checksum verdicts as the packet path reads them: GOOD and NONE (field wrong, data
+// intact) are good, BAD is bad, UNKNOWN neither; the IP and L4 verdicts independent of each other
+// and of the other offload flags.
+TEST(RxCksumBits, EachVerdictOfEachLayer) {
+    struct V {
+        uint64_t ip, l4;
+        uint8_t ip_bits, l4_bits;
+    };
+    const V ips[] = {{RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, 0, 0, 0},
+                     {RTE_MBUF_F_RX_IP_CKSUM_GOOD, 0, kRxIpGood, 0},
+                     {RTE_MBUF_F_RX_IP_CKSUM_BAD, 0, kRxIpBad, 0},
+                     {RTE_MBUF_F_RX_IP_CKSUM_NONE, 0, kRxIpGood, 0}};
+    const V l4s[] = {{0, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN, 0, 0},
+                     {0, RTE_MBUF_F_RX_L4_CKSUM_GOOD, 0, kRxL4Good},
+                     {0, RTE_MBUF_F_RX_L4_CKSUM_BAD, 0, kRxL4Bad},
+                     {0, RTE_MBUF_F_RX_L4_CKSUM_NONE, 0, kRxL4Good}};
+    const uint64_t others = RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_RSS_HASH |
+                            RTE_MBUF_F_RX_OUTER_L4_CKSUM_BAD | RTE_MBUF_F_RX_VLAN_STRIPPED;
+    for (const V& ip : ips) {
+        for (const V& l4 : l4s) {
+            const uint8_t want = static_cast<uint8_t>(ip.ip_bits | l4.l4_bits);
+            EXPECT_EQ(rx_cksum_bits(ip.ip | l4.l4), want) << ip.ip << " " << l4.l4;
+            EXPECT_EQ(rx_cksum_bits(ip.ip | l4.l4 | others), want) << ip.ip << " " << l4.l4;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dscpgw
