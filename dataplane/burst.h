@@ -64,16 +64,18 @@ inline void prefetch_headers(const rte_mbuf* m, bool outer) {
     if (outer) rte_prefetch0(d + RTE_CACHE_LINE_SIZE);
 }
 
-// The device's verdict on the outer checksums, as RxCksum bits (RTE_MBUF_F_RX_*_CKSUM_NONE: the
-// checksum field is wrong but the data intact, as after a NIC changed it: taken as good).
+// The device's verdict on the outer checksums, as RxCksum bits: DPDK's own, one shift and a mask
+// (the RX flags give NONE as GOOD | BAD, so the packet path's "good bit first" reads it as good).
 inline uint8_t rx_cksum_bits(uint64_t ol) {
-    uint8_t r = 0;
-    const uint64_t ip = ol & RTE_MBUF_F_RX_IP_CKSUM_MASK, l4 = ol & RTE_MBUF_F_RX_L4_CKSUM_MASK;
-    if (ip == RTE_MBUF_F_RX_IP_CKSUM_GOOD || ip == RTE_MBUF_F_RX_IP_CKSUM_NONE) r |= kRxIpGood;
-    if (ip == RTE_MBUF_F_RX_IP_CKSUM_BAD) r |= kRxIpBad;
-    if (l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4 == RTE_MBUF_F_RX_L4_CKSUM_NONE) r |= kRxL4Good;
-    if (l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD) r |= kRxL4Bad;
-    return r;
+    static_assert(RTE_MBUF_F_RX_IP_CKSUM_GOOD == kRxIpGood << 3 &&
+                  RTE_MBUF_F_RX_IP_CKSUM_BAD == kRxIpBad << 3 &&
+                  RTE_MBUF_F_RX_IP_CKSUM_NONE ==
+                      (RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_IP_CKSUM_BAD));
+    static_assert(RTE_MBUF_F_RX_L4_CKSUM_GOOD == kRxL4Good << 3 &&
+                  RTE_MBUF_F_RX_L4_CKSUM_BAD == kRxL4Bad << 3 &&
+                  RTE_MBUF_F_RX_L4_CKSUM_NONE ==
+                      (RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD));
+    return static_cast<uint8_t>((ol >> 3) & (kRxIpGood | kRxIpBad | kRxL4Good | kRxL4Bad));
 }
 
 // Writes a processed Frame (moved start, new length) back into its single-segment mbuf.

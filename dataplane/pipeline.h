@@ -16,9 +16,12 @@ namespace dscpgw {
 struct QosClock;
 struct EncapCache;
 
-// What the receiving device found of a frame's checksums (from the mbuf's RX flags), where it
-// checked them; zero: unknown, verified in software.
-enum RxCksum : uint8_t { kRxIpGood = 1, kRxIpBad = 2, kRxL4Good = 4, kRxL4Bad = 8 };
+// What the receiving device found of a frame's checksums, where it checked them: the mbuf's RX
+// verdict bits as they lie there, shifted down three (rx_cksum_bits(), burst.h). GOOD sets a
+// layer's good bit, BAD its bad bit, NONE (the field wrong but the data intact, as after a NIC
+// changed the header) both, UNKNOWN neither. A layer is good where its good bit is set, bad where
+// only its bad bit is, and with neither unknown: verified in software.
+enum RxCksum : uint8_t { kRxL4Bad = 1, kRxIpBad = 2, kRxIpGood = 16, kRxL4Good = 32 };
 
 // A frame in a buffer: `data` may move back into the headroom (encapsulation) or forward (VLAN
 // removal, decapsulation); `len` is the frame's length.

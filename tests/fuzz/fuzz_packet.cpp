@@ -123,7 +123,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const dscpgw::Snapshot* g_snap = g_snaps[config];
     // Headroom from 0 to 126 bytes: encapsulation must never write before the buffer.
     const uint32_t headroom = ((data[0] >> 1) & 0x3f) * 2u;
-    const auto rx_cksum = static_cast<uint8_t>(data[1] & 0x0f);
+    // Any RxCksum bits (NONE, both of a layer, included).
+    const auto rx_cksum = static_cast<uint8_t>((data[1] & 0x03) | (data[1] & 0x0c) << 2);
     ++data;
     const size_t len = size - 2;
     // An exactly sized heap buffer, so ASan sees any access outside [buffer, buffer + headroom +

@@ -1363,9 +1363,9 @@ TEST_F(Burst, TooBigAnsweredOrSuppressed) {
     for (rte_mbuf* m : out) rte_pktmbuf_free(m);
 }
 
-// The device's checksum verdicts as the packet path reads them: GOOD and NONE (field wrong, data
-// intact) are good, BAD is bad, UNKNOWN neither; the IP and L4 verdicts independent of each other
-// and of the other offload flags.
+// The device's checksum verdicts as RxCksum bits: GOOD a layer's good bit, BAD its bad bit, NONE
+// (field wrong, data intact) both, UNKNOWN neither; the IP and L4 verdicts independent of each
+// other and of the other offload flags.
 TEST(RxCksumBits, EachVerdictOfEachLayer) {
     struct V {
         uint64_t ip, l4;
@@ -1374,19 +1374,68 @@ TEST(RxCksumBits, EachVerdictOfEachLayer) {
     const V ips[] = {{RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, 0, 0, 0},
                      {RTE_MBUF_F_RX_IP_CKSUM_GOOD, 0, kRxIpGood, 0},
                      {RTE_MBUF_F_RX_IP_CKSUM_BAD, 0, kRxIpBad, 0},
-                     {RTE_MBUF_F_RX_IP_CKSUM_NONE, 0, kRxIpGood, 0}};
+                     {RTE_MBUF_F_RX_IP_CKSUM_NONE, 0, kRxIpGood | kRxIpBad, 0}};
     const V l4s[] = {{0, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN, 0, 0},
                      {0, RTE_MBUF_F_RX_L4_CKSUM_GOOD, 0, kRxL4Good},
                      {0, RTE_MBUF_F_RX_L4_CKSUM_BAD, 0, kRxL4Bad},
-                     {0, RTE_MBUF_F_RX_L4_CKSUM_NONE, 0, kRxL4Good}};
+                     {0, RTE_MBUF_F_RX_L4_CKSUM_NONE, 0, kRxL4Good | kRxL4Bad}};
     const uint64_t others = RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_RSS_HASH |
-                            RTE_MBUF_F_RX_OUTER_L4_CKSUM_BAD | RTE_MBUF_F_RX_VLAN_STRIPPED;
+                            RTE_MBUF_F_RX_OUTER_L4_CKSUM_BAD | RTE_MBUF_F_RX_VLAN_STRIPPED |
+                            RTE_MBUF_F_RX_OUTER_IP_CKSUM_BAD | RTE_MBUF_F_RX_IEEE1588_PTP;
     for (const V& ip : ips) {
         for (const V& l4 : l4s) {
-            const uint8_t want = static_cast<uint8_t>(ip.ip_bits | l4.l4_bits);
+            const auto want = static_cast<uint8_t>(ip.ip_bits | l4.l4_bits);
             EXPECT_EQ(rx_cksum_bits(ip.ip | l4.l4), want) << ip.ip << " " << l4.l4;
             EXPECT_EQ(rx_cksum_bits(ip.ip | l4.l4 | others), want) << ip.ip << " " << l4.l4;
         }
+    }
+}
+
+// What the packet path makes of the device's verdict on the outer IPv4 header checksum: GOOD and
+// NONE pass a wrong one (NONE: a NIC rewrote the header), BAD drops a right one, UNKNOWN leaves it
+// to the software sum; an L4 verdict does not stand in for the IP one.
+TEST_F(Burst, DeviceChecksumVerdictOnDecap) {
+    const Bytes right = PacketBuilder()
+                            .eth(kWanMac, kNh4)
+                            .ipv4("198.18.7.7", "198.18.0.1", 0)
+                            .udp(50000, 6081, false)
+                            .geneve(100)
+                            .raw(roce4("10.20.0.9", "10.10.0.5", 26 << 2))
+                            .build();
+    Bytes wrong = right;
+    wrong[14 + 10] ^= 0x01;
+    struct Case {
+        const char* what;
+        const Bytes* pkt;
+        uint64_t ol;
+        bool pass;
+    };
+    const Case cases[] = {
+        {"right, unknown", &right, RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, true},
+        {"wrong, unknown", &wrong, RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN, false},
+        {"wrong, good", &wrong, RTE_MBUF_F_RX_IP_CKSUM_GOOD, true},
+        {"wrong, none", &wrong, RTE_MBUF_F_RX_IP_CKSUM_NONE, true},
+        {"right, bad", &right, RTE_MBUF_F_RX_IP_CKSUM_BAD, false},
+        {"wrong, L4 good only", &wrong, RTE_MBUF_F_RX_L4_CKSUM_GOOD, false},
+        {"right, L4 bad only", &right, RTE_MBUF_F_RX_L4_CKSUM_BAD, true},
+    };
+    for (const Case& c : cases) {
+        rte_mbuf* m = put(*c.pkt);
+        m->ol_flags = c.ol;
+        auto st = std::make_unique<WorkerStats>();
+        BurstState bs;
+        unsigned sent = 0;
+        process_burst(
+            *snap, kWan, &m, 1, *st, bs,
+            [&](uint16_t port, rte_mbuf* out) {
+                EXPECT_EQ(port, kLan) << c.what;
+                ++sent;
+                rte_pktmbuf_free(out);
+            },
+            NoObserver{});
+        EXPECT_EQ(sent, c.pass ? 1u : 0u) << c.what;
+        EXPECT_EQ(st->drops[static_cast<size_t>(DropReason::bad_checksum)].get(), c.pass ? 0u : 1u)
+            << c.what;
     }
 }
 
