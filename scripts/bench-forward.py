@@ -22,7 +22,11 @@ With --scaling it measures two workers against one on mark+encap Geneve/IPv4 (10
 by default, 16 flows per RX queue): one worker on one RX queue, then two workers on a source with
 two RX queues (net_pcap with two rx_pcap), the second worker's lcore on the main lcore's CPU
 (`--lcores 0@0,1@1,2@0`: on a 2-CPU machine the control thread shares a core with a worker),
-interleaved per repeat; it prints each worker's Mpps/core and the aggregate wall-clock rate.
+interleaved per repeat; it prints each worker's Mpps/core and the aggregate wall-clock rate. In the
+same repeats it runs the floor the same way (testpmd io with one, then two forwarding lcores, one
+RX and TX queue each, the same lcore map and vdevs) and prints its own two-against-one ratio and
+dscpgw's ratio over it: what two queues of these vdevs give DPDK itself on this machine is the
+ceiling a gateway's scaling is read against.
 
 With --qos it measures instead what Border QoS costs on mark+encap Geneve/IPv4 (single frame):
 no QoS, a policer every packet passes green, the wan port shaped with the three queues of
@@ -138,27 +142,42 @@ class Run:
 
 def lcore_cpu_ns(pid, each=None):
     """CPU time of the process's forwarding lcore threads (DPDK names them rte-worker-N); `each`
-    gets them by lcore number."""
-    total = 0
+    gets them by lcore number, and under the key "other" the sum of every other thread's (the
+    main lcore's control loop, the EAL's interrupt and telemetry threads)."""
+    total = other = 0
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/comm") as f:
                 comm = f.read().strip()
-            if not comm.startswith("rte-worker"):
-                continue
             with open(f"/proc/{pid}/task/{task}/schedstat") as f:
                 ns = int(f.read().split()[0])
+            if not comm.startswith("rte-worker"):
+                other += ns
+                continue
             total += ns
             if each is not None:
                 each[int(comm.rsplit("-", 1)[1])] = ns
         except OSError:
             pass
+    if each is not None:
+        each["other"] = other
     return total
 
 
-def stop_after(p, seconds, each=None):
+def stop_after(p, seconds, each=None, settle=1.5):
+    """Lets `p` run `seconds`, then samples its lcore threads' CPU time and stops it. With `each`,
+    also the other threads' CPU time from `settle` seconds on (start-up left out) and that span."""
+    if each is not None:
+        time.sleep(settle)
+        seconds -= settle
+        before = {}
+        lcore_cpu_ns(p.pid, before)
+        t0 = time.monotonic()
     time.sleep(seconds)
     cpu = lcore_cpu_ns(p.pid, each)
+    if each is not None:
+        each["other"] -= before.get("other", 0)
+        each["wall_ns"] = (time.monotonic() - t0) * 1e9
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
     return cpu, out
@@ -182,26 +201,32 @@ def run_dscpgw(binary, cfg_text, tmp, seconds):
             int(drops.group(1)) if drops else 0, float(m.group(3)))
     # Worker k runs on the k-th worker lcore (lcores in order): its packets over its CPU time.
     rx = [int(x) for x in re.findall(r"^worker \d+: rx (\d+) pkts", out, re.M)]
-    cpus = [each[k] for k in sorted(each)]
+    cpus = [each[k] for k in sorted(k for k in each if isinstance(k, int))]
     r.per_worker = [n * 1e3 / c if c else float("nan") for n, c in zip(rx, cpus)]
+    # The CPU the rest of the process took once started (control loop, EAL threads), as a share
+    # of one CPU over the same time.
+    r.other_cpu = each["other"] / each["wall_ns"]
     return r
 
 
-def run_testpmd(eal, src, seconds, tries=3):
+def run_testpmd(eal, src, seconds, tries=3, cores=1):
     for attempt in range(tries):
         try:
-            return run_testpmd_once(eal, src, seconds)
+            return run_testpmd_once(eal, src, seconds, cores)
         except RuntimeError:
             if attempt == tries - 1:
                 raise
     return None
 
 
-def run_testpmd_once(eal, src, seconds):
+def run_testpmd_once(eal, src, seconds, cores=1):
+    """testpmd io forwarding from `src` into net_null on `cores` forwarding lcores, each with its
+    own RX and TX queue (testpmd gives lcore k the streams of queue k)."""
+    queues = [f"--rxq={cores}", f"--txq={cores}"] if cores > 1 else []
     cmd = ["dpdk-testpmd"] + eal + ["--vdev", src, "--vdev", "net_null9,no-rx=1", "--",
-                                     "--forward-mode=io", "--nb-cores=1", "--stats-period=1",
-                                     "--mbuf-size=9472", "--max-pkt-len=9400", "--total-num-mbufs=8192",
-                                     "--record-core-cycles"]
+                                     "--forward-mode=io", f"--nb-cores={cores}", "--stats-period=1",
+                                     "--mbuf-size=9472", "--max-pkt-len=9400",
+                                     f"--total-num-mbufs={8192 * cores}", "--record-core-cycles"] + queues
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
     cpu, out = stop_after(p, seconds + 2.5)
     # Per-period stats: "Port statistics ==== port 1 ..." blocks with "Tx-pps:"; take port 1's.
@@ -279,8 +304,10 @@ def qos_cost(a, sizes, tmp, eal):
 
 
 def scaling(a, sizes, tmp, page_args):
-    """Two workers on two RX queues against one on one; interleaved per repeat."""
-    print(f"{'workers':<9}{'frame':>6}{'aggregate Mpps':>24}{'per worker Mpps/core':>24}{'vs one worker':>22}")
+    """Two workers on two RX queues against one on one, and the floor the same way; interleaved per
+    repeat (floor and dscpgw at one, then at two)."""
+    print(f"{'workers':<9}{'frame':>6}{'aggregate Mpps':>24}{'per worker Mpps/core':>24}{'vs one worker':>22}"
+          f"{'floor Mpps':>24}{'floor vs one core':>22}{'dscpgw/floor scaling':>24}")
     for size in sizes:
         paths = []
         for qi in range(2):
@@ -289,22 +316,31 @@ def scaling(a, sizes, tmp, page_args):
                                       payload=size - 14 - 20 - 8 - 12 - 4) for i in range(16)])
             paths.append(path)
         runs = {1: [], 2: []}
+        floors = {1: [], 2: []}
         for _ in range(a.repeat):
             for w in (1, 2):
                 lcores = "0@0,1@1" if w == 1 else "0@0,1@1,2@0"
-                eal = page_args + ["-m", "1024", "--no-shconf", "--lcores", lcores, "--log-level=lib.*:error"]
+                eal = page_args + ["-m", "1024", "--no-shconf", "--no-pci", "--lcores", lcores,
+                                   "--log-level=lib.*:error"]
                 src = "net_pcap0," + ",".join(f"rx_pcap={x}" for x in paths[:w]) + ",infinite_rx=1"
+                floors[w].append(run_testpmd(eal, src, a.seconds, cores=w))
                 cfg = gw_config(eal, src, "net_null0,no-rx=1", "geneve", REMOTE[4]).replace(
                     "workers = 1", f"workers = {w}")
                 runs[w].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds))
         one = statistics.median(r.wall_mpps for r in runs[1])
         for w in (1, 2):
-            rs = runs[w]
+            rs, fs = runs[w], floors[w]
             per = [statistics.median(r.per_worker[k] for r in rs) for k in range(w)]
             ratios = [r.wall_mpps / o.wall_mpps for r, o in zip(rs, runs[1])]
+            fratios = [f.wall_mpps / o.wall_mpps for f, o in zip(fs, floors[1])]
+            rel = [x / y for x, y in zip(ratios, fratios)]
             print(f"{w:<9}{size:>6}{spread([r.wall_mpps for r in rs]):>24}{' / '.join(f'{x:.2f}' for x in per):>24}"
-                  f"{spread(ratios) if w == 2 else '1':>22}")
-        print(f"# one worker: {one:.2f} Mpps (median)")
+                  f"{spread(ratios) if w == 2 else '1':>22}{spread([f.wall_mpps for f in fs]):>24}"
+                  f"{spread(fratios) if w == 2 else '1':>22}{spread(rel) if w == 2 else '1':>24}")
+        other = statistics.median(r.other_cpu for r in runs[2])
+        print(f"# one worker: {one:.2f} Mpps (median); the floor's Mpps are testpmd's wall-clock Tx-pps;"
+              f" dscpgw's threads besides the workers (control loop, EAL) used {100 * other:.1f} % of a CPU"
+              f" with two workers, once started")
         sys.stdout.flush()
 
 
