@@ -354,22 +354,10 @@ template <bool kV6>
         encap_write<false>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
 }
 
-// The EncapCache key of an IPv4 frame parse_plain_udp_family<false>() took.
+// The EncapCache key of an untagged IPv4 UDP frame (encap_raw_key()).
 struct FlowKey {
     uint64_t addrs, rest;
 };
-
-[[gnu::always_inline]] inline FlowKey encap_flow_key(const ParsedPacket& pp, uint16_t rx_port) {
-    static_assert(kMaxPorts < (1u << 15), "the receiving port takes bits 48-62 of the key");
-    // The addresses and the UDP ports as they lie (byte order does not matter to a key).
-    uint64_t addrs;
-    uint32_t ports;
-    std::memcpy(&addrs, pp.src, sizeof addrs);
-    std::memcpy(&ports, pp.src + 8, sizeof ports);
-    const uint64_t bth = pp.has_bth ? pp.bth_opcode : 0;
-    return {addrs, uint64_t{ports} | uint64_t{pp.tos} << 32 | bth << 40 | uint64_t{rx_port} << 48 |
-                       uint64_t{1} << 63};
-}
 
 // The set of key `k`: its first way.
 [[gnu::always_inline]] inline EncapFlow* encap_flow_set(EncapCache& c, const FlowKey& k) {
@@ -382,23 +370,27 @@ inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
 }
 
 // An EncapFlow hit: what encap_plain_family() would do, from the entry, once the per-packet
-// checks pass. False (nothing written): the slow way decides (and refills the entry).
-[[gnu::always_inline]] inline bool encap_cached(const EncapFlow& e, const ParsedPacket& pp,
-                                                Frame& f, Outcome& o) {
+// checks pass. `ip_len`, `tos`, `bth`: the frame's IPv4 total length, TOS, and whether it carries a
+// BTH. False (nothing written): the slow way decides (and refills the entry).
+[[gnu::always_inline]] inline bool encap_cached(const EncapFlow& e, uint32_t ip_len, uint8_t tos,
+                                                bool bth, Frame& f, Outcome& o) {
     const uint32_t hdr_len = e.hdr_len;
     // The outer IP packet is the outer headers but Ethernet, and the inner frame with its own.
-    if (pp.ip_len > e.max_ip_len || f.headroom < hdr_len ||
-        hdr_len + pp.ip_len > e.path_mtu->load(std::memory_order_relaxed))
+    if (ip_len > e.max_ip_len || f.headroom < hdr_len ||
+        hdr_len + ip_len > e.path_mtu->load(std::memory_order_relaxed))
         return false;
     if (e.neighbor != nullptr && e.neighbor->load(std::memory_order_relaxed) != e.nh_mac)
         return false;
     PacketNotes& n = o;
     n = e.notes;
-    note_roce(n, pp, f.data);
+    if (bth) {  // note_roce() for the untagged IPv4 frame.
+        n.roce_l3 = f.data + kEthLen;
+        n.roce_bth = f.data + kEthLen + kIpv4Len + kUdpLen;
+    }
     const TunnelConf& t = *e.tunnel;
     o.out_port = t.outer_port;
-    if (e.tos != pp.tos) set_ipv4_tos(f.data + kEthLen, e.tos);
-    const uint32_t inner_len = kEthLen + pp.ip_len;
+    if (e.tos != tos) set_ipv4_tos(f.data + kEthLen, e.tos);
+    const uint32_t inner_len = kEthLen + ip_len;
     if (hdr_len == outer_hdr_len<false>()) {
         encap_room<false>(t, f, 0, inner_len);
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<false>());
@@ -408,6 +400,38 @@ inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<true>());
         outer_lengths<true>(t, f.data, inner_len, o.tx_udp6_cksum);
     }
+    return true;
+}
+
+// The EncapCache key of an untagged IPv4 UDP frame read straight from its bytes, with the checks
+// of parse_plain_udp_family<false>() on the same words: EtherType IPv4, version 4 without options,
+// UDP, no fragment, a total length that fits the frame and holds the UDP header (and a BTH on the
+// RoCEv2 port). The key: the addresses and UDP ports as they lie (byte order does not matter to a
+// key), the TOS, the BTH opcode (0 without a BTH) and the receiving port. For frames of at least 54
+// bytes (the least a RoCEv2 frame has), so that the BTH opcode's byte is inside the frame; false:
+// the parse decides (it may yet take a short frame).
+[[gnu::always_inline]] inline bool encap_raw_key(const uint8_t* d, uint32_t len, uint16_t rx_port,
+                                                 FlowKey& k, uint32_t& ip_len, bool& bth) {
+    static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the masks below read bytes in that order");
+    static_assert(kEthLen + kIpv4Len + kUdpLen + kBthLen == 54);
+    static_assert(kMaxPorts < (1u << 15), "the receiving port takes bits 48-62 of the key");
+    if (len < kEthLen + kIpv4Len + kUdpLen + kBthLen) return false;
+    uint64_t w0, w1;
+    std::memcpy(&w0, d + 12, 8);  // EtherType, version/IHL, TOS, total length, ID.
+    std::memcpy(&w1, d + 20, 8);  // Flags/fragment offset, TTL, protocol, checksum, source.
+    // Bytes 12-14: 08 00 45; byte 20 but DF and 21: MF and the fragment offset, zero; 23: UDP.
+    if ((((w0 & 0xffffffu) ^ 0x450008u) | ((w1 & 0xff00ff3fu) ^ 0x11000000u)) != 0) return false;
+    const uint32_t total = load16(d + kEthLen + kIpv4TotalLenOff);
+    const uint8_t* udp = d + kEthLen + kIpv4Len;
+    bth = load16(udp + 2) == kRoceV2Port;
+    if (total < kIpv4Len + kUdpLen + (bth ? kBthLen : 0) || total > len - kEthLen) return false;
+    uint32_t ports;
+    std::memcpy(&k.addrs, d + kEthLen + kIpv4SrcOff, sizeof k.addrs);
+    std::memcpy(&ports, udp, sizeof ports);
+    const uint64_t op = bth ? udp[kUdpLen] : 0;
+    k.rest = uint64_t{ports} | uint64_t{d[kEthLen + kIpv4TosOff]} << 32 | op << 40 |
+             uint64_t{rx_port} << 48 | uint64_t{1} << 63;
+    ip_len = total;
     return true;
 }
 
@@ -488,29 +512,44 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     return true;
 }
 
-}  // namespace
-
-// With a cache, a hit is done here, in a body that holds little else (few registers to save);
-// a miss parses again in encap_plain_family(), which fills the entry.
-bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, EncapCache* cache) {
+// Everything but a hit: IPv6, a frame that is not of the cache's form, no cache, a miss (the
+// entry filled when the frame is taken). Its own body, reached by a tail call, so that the hit's
+// saves no registers for it.
+__attribute__((noinline)) bool encap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o,
+                                          EncapCache* cache) {
     if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
         return encap_plain_family<true>(s, rx_port, f, o);
-    if (cache == nullptr) return encap_plain_family<false>(s, rx_port, f, o);
-    ParsedPacket pp;
-    // What encap_plain_family<false>() would decline first.
-    if (!parse_plain_udp_family<false>(f.data, f.len, pp)) return false;
-    if (unlikely(cache->snap != &s || cache->generation != s.generation)) {
-        for (EncapFlow& e : cache->flow) e.rest = 0;
-        cache->snap = &s;
-        cache->generation = s.generation;
+    FlowKey key;
+    uint32_t ip_len;
+    bool bth;
+    // Not that form: a short frame the parse may take uncached, or one it declines.
+    if (cache == nullptr || !encap_raw_key(f.data, f.len, rx_port, key, ip_len, bth))
+        return encap_plain_family<false>(s, rx_port, f, o);
+    return encap_plain_family<false>(s, rx_port, f, o, encap_flow_set(*cache, key), &key);
+}
+
+}  // namespace
+
+// With a cache, a hit is done here, from the frame's bytes without a parse, in a body that holds
+// nothing else; the rest goes to encap_slow(), which parses (and on a miss fills the entry).
+bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, EncapCache* cache) {
+    FlowKey key;
+    uint32_t ip_len;
+    bool bth;
+    if (likely(cache != nullptr) && encap_raw_key(f.data, f.len, rx_port, key, ip_len, bth)) {
+        if (unlikely(cache->snap != &s || cache->generation != s.generation)) {
+            for (EncapFlow& e : cache->flow) e.rest = 0;
+            cache->snap = &s;
+            cache->generation = s.generation;
+        }
+        const EncapFlow* set = encap_flow_set(*cache, key);
+        const EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
+                             : encap_flow_is(set[1], key) ? &set[1]
+                                                          : nullptr;
+        if (e != nullptr && encap_cached(*e, ip_len, f.data[kEthLen + kIpv4TosOff], bth, f, o))
+            return true;
     }
-    const FlowKey key = encap_flow_key(pp, rx_port);
-    EncapFlow* set = encap_flow_set(*cache, key);
-    const EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
-                         : encap_flow_is(set[1], key) ? &set[1]
-                                                      : nullptr;
-    if (e != nullptr && encap_cached(*e, pp, f, o)) return true;
-    return encap_plain_family<false>(s, rx_port, f, o, set, &key);
+    return encap_slow(s, rx_port, f, o, cache);
 }
 
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,

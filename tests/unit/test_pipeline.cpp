@@ -606,6 +606,61 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
         EXPECT_EQ(r.bytes[0], kNh4[0] ^ 0x80);
         EXPECT_TRUE(same(run(*snap, in, &cache), run(*snap, in, nullptr)));
     }
+    // A hit reads the frame's bytes without parsing them: a frame the parse would not take as
+    // plain untagged IPv4 UDP never hits, though it carries a cached flow's addresses, ports and
+    // TOS at the usual offsets; and a short UDP frame is taken without the cache. Each answer is
+    // the slow way's, the second time too.
+    {
+        const size_t before = used();
+        auto mutated = [&](size_t off, uint8_t value) {
+            Bytes b = flows[0];
+            b[off] = value;
+            return b;
+        };
+        auto total = [&](uint16_t len) {
+            Bytes b = flows[0];
+            b[16] = static_cast<uint8_t>(len >> 8);
+            b[17] = static_cast<uint8_t>(len);
+            return b;
+        };
+        const Bytes tagged = PacketBuilder()
+                                 .eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, 100)
+                                 .ipv4("10.10.0.5", "10.20.0.9", 0x02)
+                                 .udp(49152, 4791)
+                                 .bth(4)
+                                 .payload(32)
+                                 .build();
+        const struct {
+            const char* what;
+            Bytes frame;
+        } edges[] = {
+            {"IHL 6", mutated(14, 0x46)},
+            {"version 6 in an IPv4 frame", mutated(14, 0x65)},
+            {"MF", mutated(20, 0x20)},
+            {"fragment offset", mutated(21, 0x08)},
+            {"TCP", mutated(23, 6)},
+            {"ARP EtherType", mutated(13, 0x06)},
+            {"total length without room for the BTH", total(20 + 8 + 11)},
+            {"total length past the frame", total(static_cast<uint16_t>(flows[0].size() - 13))},
+            {"total length below the UDP header", total(20 + 7)},
+            {"802.1Q tag", tagged},
+            {"53 bytes", Bytes(flows[0].begin(), flows[0].begin() + 53)},
+            {"short UDP", PacketBuilder()
+                              .eth()
+                              .ipv4("10.10.0.7", "10.20.1.1", 0x28)
+                              .udp(1234, 5678)
+                              .payload(4)
+                              .build()},
+        };
+        for (const auto& c : edges) {
+            const Run slow = run(*snap, c.frame, nullptr);
+            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what;
+            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what << ", again";
+        }
+        EXPECT_EQ(run(*snap, edges[std::size(edges) - 1].frame, nullptr).v.drop, DropReason::none)
+            << "the short UDP frame is forwarded";
+        EXPECT_EQ(used(), before) << "none of them took an entry";
+    }
     // Too little headroom and a frame over the port's MTU: the slow way answers, as without it.
     EXPECT_EQ(run(*snap, flows[0], &cache, 20).v.drop, run(*snap, flows[0], nullptr, 20).v.drop);
     const Bytes jumbo = roce4("10.10.0.5", "10.20.0.9", 0x02, 4, 1480);
