@@ -412,15 +412,9 @@ inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
 // the parse decides (it may yet take a short frame).
 [[gnu::always_inline]] inline bool encap_raw_key(const uint8_t* d, uint32_t len, uint16_t rx_port,
                                                  FlowKey& k, uint32_t& ip_len, bool& bth) {
-    static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the masks below read bytes in that order");
     static_assert(kEthLen + kIpv4Len + kUdpLen + kBthLen == 54);
     static_assert(kMaxPorts < (1u << 15), "the receiving port takes bits 48-62 of the key");
-    if (len < kEthLen + kIpv4Len + kUdpLen + kBthLen) return false;
-    uint64_t w0, w1;
-    std::memcpy(&w0, d + 12, 8);  // EtherType, version/IHL, TOS, total length, ID.
-    std::memcpy(&w1, d + 20, 8);  // Flags/fragment offset, TTL, protocol, checksum, source.
-    // Bytes 12-14: 08 00 45; byte 20 but DF and 21: MF and the fragment offset, zero; 23: UDP.
-    if ((((w0 & 0xffffffu) ^ 0x450008u) | ((w1 & 0xff00ff3fu) ^ 0x11000000u)) != 0) return false;
+    if (len < kEthLen + kIpv4Len + kUdpLen + kBthLen || !plain_ipv4_udp(d)) return false;
     const uint32_t total = load16(d + kEthLen + kIpv4TotalLenOff);
     const uint8_t* udp = d + kEthLen + kIpv4Len;
     bth = load16(udp + 2) == kRoceV2Port;

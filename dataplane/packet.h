@@ -1,8 +1,11 @@
 // Header parsing on a byte span. Reads nothing past `len`.
 #pragma once
 
+#include <rte_byteorder.h>
+
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/drop_reason.h"
 #include "dataplane/wire.h"
@@ -46,6 +49,20 @@ inline void write_tos(const ParsedPacket& pp, uint8_t* frame, uint8_t tos) {
 // that is not IP parses successfully with ip_ver 0.
 DropReason parse_packet_general(const uint8_t* data, uint32_t len, ParsedPacket& pp);
 
+// Whether the frame at `d` (at least 28 bytes) is untagged IPv4 without options, carrying UDP,
+// not a fragment: EtherType 08 00 and version/IHL 45 at bytes 12-14, the MF bit and the fragment
+// offset clear and protocol 17 at bytes 20-23 (DF and the TTL may be anything). Two loads, two
+// masks, one compare.
+inline bool plain_ipv4_udp(const uint8_t* d) {
+    static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the masks read bytes in that order");
+    static_assert(wire::kEtherTypeIpv4 == 0x0800 && wire::kProtoUdp == 17 &&
+                  (wire::kIpv4FlagMf | wire::kIpv4FragOffsetMask) == 0x3fff);
+    uint64_t w0, w1;
+    std::memcpy(&w0, d + 12, sizeof w0);  // EtherType, version/IHL, TOS, total length, ID.
+    std::memcpy(&w1, d + 20, sizeof w1);  // Flags/fragment offset, TTL, protocol, checksum, ...
+    return (((w0 & 0xffffffu) ^ 0x450008u) | ((w1 & 0xff00ff3fu) ^ 0x11000000u)) == 0;
+}
+
 // The common frame (untagged, IPv4 without options or IPv6 without extension headers, not a
 // fragment, carrying UDP) in straight-line code. Returns true with `pp` exactly as
 // parse_packet_general() would fill it; false for any other or malformed frame, leaving `pp`
@@ -58,11 +75,8 @@ inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPack
     const uint8_t* ip = data + kEthLen;
     uint32_t total;
     if constexpr (!kV6) {
+        if (!plain_ipv4_udp(data)) return false;
         total = load16(ip + kIpv4TotalLenOff);
-        if (load16(data + kEthTypeOff) != kEtherTypeIpv4 || ip[0] != 0x45 ||
-            ip[kIpv4ProtoOff] != kProtoUdp ||
-            (load16(ip + kIpv4FragOff) & (kIpv4FlagMf | kIpv4FragOffsetMask)) != 0)
-            return false;
         pp.ip_ver = 4;
         pp.tos = ip[kIpv4TosOff];
         pp.src = ip + kIpv4SrcOff;
