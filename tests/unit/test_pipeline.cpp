@@ -623,13 +623,9 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
             b[17] = static_cast<uint8_t>(len);
             return b;
         };
-        const Bytes tagged = PacketBuilder()
-                                 .eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2}, 100)
-                                 .ipv4("10.10.0.5", "10.20.0.9", 0x02)
-                                 .udp(49152, 4791)
-                                 .bth(4)
-                                 .payload(32)
-                                 .build();
+        Bytes tagged = flows[0];  // The cached flow itself behind an 802.1Q tag (VLAN 100).
+        const uint8_t tag[] = {0x81, 0x00, 0x00, 100};
+        tagged.insert(tagged.begin() + 12, std::begin(tag), std::end(tag));
         const struct {
             const char* what;
             Bytes frame;
