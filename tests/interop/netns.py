@@ -182,40 +182,51 @@ def send_from(tmp, netns, dev, pkts):
     ns(netns, f"{PY} -c \"{code}\"")
 
 
-# The cloud host: a TCP sink on 5201 and a probe receiver on UDP 4791 and 5001, each datagram
-# carrying its send time; prints what it saw as JSON when the sender has closed.
+# The cloud host: a TCP sink on 5201 for argv[1] connections (default 1) and a probe receiver on UDP
+# 4791 and 5001, each datagram carrying its send time (CLOCK_MONOTONIC, one clock for every
+# namespace); prints what it saw as JSON when every sender has closed: the probes' one-way delays,
+# and their send times in "cnp_at" / "data_at".
 TCP_SINK = r"""
 import json, select, socket, struct, sys, time
+flows = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("10.20.0.9", 5201)); srv.listen(1)
+srv.bind(("10.20.0.9", 5201)); srv.listen(flows)
 udp = []
 for port in (4791, 5001):
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("10.20.0.9", port)); udp.append(u)
-conn, total, delays, done = None, 0, {4791: [], 5001: []}, False
+conns, closed, total, delays, sent_at = [], 0, 0, {4791: [], 5001: []}, {4791: [], 5001: []}
 deadline = time.monotonic() + 60
-while not done and time.monotonic() < deadline:
-    r, _, _ = select.select([srv] + udp + ([conn] if conn else []), [], [], 1)
+while closed < flows and time.monotonic() < deadline:
+    r, _, _ = select.select([srv] + udp + conns, [], [], 1)
     for s in r:
         if s is srv:
-            conn, _ = srv.accept()
-        elif s is conn:
-            d = conn.recv(1 << 20)
+            conns.append(srv.accept()[0])
+        elif s in conns:
+            d = s.recv(1 << 20)
             total += len(d)
-            done = not d
+            if not d:
+                conns.remove(s); s.close(); closed += 1
         else:
             d = s.recv(2048)
-            delays[s.getsockname()[1]].append(time.monotonic() - struct.unpack_from("!d", d, 12)[0])
-print(json.dumps({"bytes": total, "cnp": delays[4791], "data": delays[5001]}))
+            t = struct.unpack_from("!d", d, 12)[0]
+            delays[s.getsockname()[1]].append(time.monotonic() - t)
+            sent_at[s.getsockname()[1]].append(t)
+print(json.dumps({"bytes": total, "cnp": delays[4791], "data": delays[5001],
+                  "cnp_at": sent_at[4791], "data_at": sent_at[5001]}))
 """
 
-# The idc host: one TCP flow for argv[1] seconds (congestion control argv[2]), and probes every 20 ms: a CNP (BTH opcode 0x81, DSCP 48
-# after the gateway's class) and an ECT(0) datagram into the TCP flow's queue.
+# The idc host: argv[3] TCP flows (default 1) for argv[1] seconds (congestion control argv[2]), and
+# probes every 20 ms: a CNP (BTH opcode 0x81, DSCP 48 after the gateway's class) and an ECT(0)
+# datagram into the TCP flows' queue.
 TCP_SOURCE = r"""
 import json, socket, struct, sys, threading, time
-secs = float(sys.argv[1]); cc = sys.argv[2]
-s = socket.socket()
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
-s.connect(("10.20.0.9", 5201))
+secs = float(sys.argv[1]); cc = sys.argv[2]; flows = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+socks = []
+for _ in range(flows):
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    s.connect(("10.20.0.9", 5201))
+    socks.append(s)
 stop = time.monotonic() + secs
 def probes():
     c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -227,12 +238,15 @@ def probes():
         d.sendto(bytes(12) + struct.pack("!d", time.monotonic()) + bytes(44), ("10.20.0.9", 5001))
         n += 1
         time.sleep(0.02)
-t = threading.Thread(target=probes); t.start()
-buf = bytes(1 << 16); sent = 0
-while time.monotonic() < stop:
-    sent += s.send(buf)
-t.join()
-s.shutdown(socket.SHUT_WR)
-s.recv(1)
-print(json.dumps({"sent": sent, "cc": cc}))
+sent = [0] * flows
+def flow(i):
+    buf = bytes(1 << 16)
+    while time.monotonic() < stop:
+        sent[i] += socks[i].send(buf)
+    socks[i].shutdown(socket.SHUT_WR)
+    socks[i].recv(1)
+threads = [threading.Thread(target=probes)] + [threading.Thread(target=flow, args=(i,)) for i in range(flows)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"sent": sum(sent), "cc": cc, "flows": flows}))
 """
