@@ -223,7 +223,7 @@ def run(mode, cc):
         "full_depths": [d for t, d in depths if full is not None and t >= full],
         "full_cnp": [d for d, at in zip(got["cnp"], got["cnp_at"]) if full is not None and at >= t0 + full],
         "full_data": [d for d, at in zip(got["data"], got["data_at"]) if full is not None and at >= t0 + full],
-        "ce_marked": d["ce_marked"], "drops": {"ecn_not_ect": d["drop_not_ect"], "limit": d["drop_limit"]}, "cnp_sent": queues["cnp"]["packets"],
+        "ce_marked": d["ce_marked"], "drops": {"ecn_not_ect": d["drop_not_ect"], "limit": d["drop_limit"], "buffers": d["drop_buffers"]}, "cnp_sent": queues["cnp"]["packets"],
         # The gateway's own account of time in queue (ns summed over packets), for comparison.
         "q_cnp": queues["cnp"]["delay"] / max(1, queues["cnp"]["packets"]) / 1e6,
         "q_data": d["delay"] / max(1, d["packets"]) / 1e6,
@@ -297,8 +297,11 @@ def main():
             assert drop["drops"]["limit"] > 0, f"limit drops {drop['drops']}"
             assert drop["retrans"] > 0, "the sender retransmitted what the full queue dropped"
             assert drop["full"] <= drop["seconds"] - 0.5 - FULL_FOR, f"the queue first reached its limit {drop['full']:.1f} s in"
-            med = pct(drop["full_depths"], 0.5)
-            assert med >= 1e6, f"median depth {med / 1e3:.0f} kB from the first limit drop on"
+            fd = drop["full_depths"]
+            assert pct(fd, 0.5) >= 1e6, (f"median depth {pct(fd, 0.5) / 1e3:.0f} kB (p10 {pct(fd, 0.1) / 1e3:.0f}, "
+                                         f"{len(fd)} samples) from the first limit drop {drop['full']:.1f} s in; "
+                                         f"over the run {pct(drop['depths'], 0.5) / 1e3:.0f} kB; drops {drop['drops']}, "
+                                         f"retransmitted {drop['retrans']}")
 
         def cnps_first():
             for r in (ecn, drop):
@@ -313,7 +316,8 @@ def main():
             # Against the full queue: the probes sent from the first limit drop on.
             assert drop["full"] is not None and len(drop["full_data"]) >= 100, "probes of the full queue"
             dmed = statistics.median(drop["full_data"])
-            assert dmed >= 0.1, f"the data queue's probes waited {dmed * 1e3:.0f} ms, not over 100"
+            assert dmed >= 0.1, (f"the data queue's probes waited {dmed * 1e3:.0f} ms, not over 100 "
+                                 f"(median depth {pct(drop['full_depths'], 0.5) / 1e3:.0f} kB)")
             assert pct(drop["full_cnp"], 0.95) * 20 <= dmed, "CNPs not ahead of the full data queue"
 
         results.check(names[0], with_ecn)
