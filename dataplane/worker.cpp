@@ -13,15 +13,23 @@ namespace dscpgw {
 
 namespace {
 
+// A port's packets waiting for rte_eth_tx_burst(), and their bytes, summed as they are queued
+// (where each packet's length was just written) rather than read back from every mbuf at flush.
 struct TxQueue {
     uint16_t n = 0;
+    uint64_t bytes = 0;
     rte_mbuf* pkts[kBurst];
+
+    void push(rte_mbuf* m) {
+        bytes += m->pkt_len;
+        pkts[n++] = m;
+    }
 };
 
 void flush(const WorkerContext& c, size_t port, TxQueue& q) {
     if (q.n == 0) return;
-    uint64_t bytes = 0;
-    for (uint16_t i = 0; i < q.n; ++i) bytes += q.pkts[i]->pkt_len;
+    uint64_t bytes = q.bytes;
+    q.bytes = 0;
     const uint16_t sent = rte_eth_tx_burst(c.eth_port[port], c.queue, q.pkts, q.n);
     for (uint16_t i = sent; i < q.n; ++i) {
         bytes -= q.pkts[i]->pkt_len;
@@ -102,7 +110,7 @@ inline void to_port(const WorkerContext& c, const Snapshot& s, uint16_t out, rte
         return;
     }
     TxQueue& q = txq[out];
-    q.pkts[q.n++] = m;
+    q.push(m);
     if (q.n == kBurst) flush(c, out, q);
 }
 
@@ -188,7 +196,7 @@ int worker_main(void* arg) {
                 rte_ring_sc_dequeue_burst(c.inject, reinterpret_cast<void**>(ctl), kBurst, nullptr);
             for (unsigned i = 0; i < n; ++i) {
                 TxQueue& q = txq[ctl[i]->port];
-                q.pkts[q.n++] = ctl[i];
+                q.push(ctl[i]);
                 if (q.n == kBurst) flush(c, ctl[i]->port, q);
             }
             for (size_t o = 0; n != 0 && o < nports; ++o) flush(c, o, txq[o]);
