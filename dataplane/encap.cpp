@@ -370,10 +370,10 @@ inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
 }
 
 // An EncapFlow hit: what encap_plain_family() would do, from the entry, once the per-packet
-// checks pass. `ip_len`, `tos`, `bth`: the frame's IPv4 total length, TOS, and whether it carries a
-// BTH. False (nothing written): the slow way decides (and refills the entry).
-[[gnu::always_inline]] inline bool encap_cached(const EncapFlow& e, uint32_t ip_len, uint8_t tos,
-                                                bool bth, Frame& f, Outcome& o) {
+// checks pass. `ip_len`, `bth`: the frame's IPv4 total length and whether it carries a BTH (its
+// TOS is the key's). False (nothing written): the slow way decides (and refills the entry).
+[[gnu::always_inline]] inline bool encap_cached(const EncapFlow& e, uint32_t ip_len, bool bth,
+                                                Frame& f, Outcome& o) {
     const uint32_t hdr_len = e.hdr_len;
     // The outer IP packet is the outer headers but Ethernet, and the inner frame with its own.
     if (ip_len > e.max_ip_len || f.headroom < hdr_len ||
@@ -389,7 +389,7 @@ inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
     }
     const TunnelConf& t = *e.tunnel;
     o.out_port = t.outer_port;
-    if (e.tos != tos) set_ipv4_tos(f.data + kEthLen, e.tos);
+    if (e.tos_delta != 0) set_ipv4_tos_delta(f.data + kEthLen, e.tos, e.tos_delta);
     const uint32_t inner_len = kEthLen + ip_len;
     if (hdr_len == outer_hdr_len<false>()) {
         encap_room<false>(t, f, 0, inner_len);
@@ -418,7 +418,10 @@ inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
     const uint32_t total = load16(d + kEthLen + kIpv4TotalLenOff);
     const uint8_t* udp = d + kEthLen + kIpv4Len;
     bth = load16(udp + 2) == kRoceV2Port;
-    if (total < kIpv4Len + kUdpLen + (bth ? kBthLen : 0) || total > len - kEthLen) return false;
+    // least <= total <= len - kEthLen as one unsigned compare: len >= 54 > kEthLen + least, so
+    // the right side does not wrap, and a total under least wraps to more than it.
+    const uint32_t least = kIpv4Len + kUdpLen + (bth ? kBthLen : 0);
+    if (total - least > len - kEthLen - least) return false;
     uint32_t ports;
     std::memcpy(&k.addrs, d + kEthLen + kIpv4SrcOff, sizeof k.addrs);
     std::memcpy(&ports, udp, sizeof ports);
@@ -454,6 +457,9 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const FlowKey& k, cons
     e.notes.roce_l3 = e.notes.roce_bth = nullptr;
     e.max_ip_len = max_ip_len;
     e.tos = tos;
+    // The key's TOS is the one received; the frame's first IP byte is 0x45 (plain_ipv4_udp()).
+    const auto tos_in = static_cast<uint8_t>(k.rest >> 32);
+    e.tos_delta = tos_in == tos ? 0 : ipv4_tos_csum_delta(0x45, tos_in, tos);
     e.hdr.fill(0);
     if (t.outer_v6) {
         e.hdr_len = outer_hdr_len<true>();
@@ -540,8 +546,7 @@ bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Enca
         const EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
                              : encap_flow_is(set[1], key) ? &set[1]
                                                           : nullptr;
-        if (e != nullptr && encap_cached(*e, ip_len, f.data[kEthLen + kIpv4TosOff], bth, f, o))
-            return true;
+        if (e != nullptr && encap_cached(*e, ip_len, bth, f, o)) return true;
     }
     return encap_slow(s, rx_port, f, o, cache);
 }

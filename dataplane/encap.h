@@ -24,6 +24,9 @@ struct alignas(64) EncapFlow {
     uint32_t max_ip_len = 0;  // The receiving port's plain_mtu.
     uint8_t tos = 0;          // The inner TOS after marking.
     uint8_t hdr_len = 0;      // Of the outer headers: 50 (IPv4) or 70 (IPv6).
+    // The inner header checksum's change for the key's TOS -> tos (wire::ipv4_tos_csum_delta()),
+    // 0 when marking leaves the TOS as it came.
+    uint16_t tos_delta = 0;
     // The outer headers, TOS, entropy port, flow label and next-hop MAC in place; the lengths and
     // checksums are the packet's (kept zero here).
     alignas(8) std::array<uint8_t, kMaxOuterHdr> hdr{};

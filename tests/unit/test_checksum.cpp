@@ -52,6 +52,41 @@ TEST(Checksum, IncrementalMatchesFullOverEveryTos) {
     }
 }
 
+// The encap cache's form: the change's sum computed once per flow gives the bytes set_ipv4_tos()
+// gives, for every pair of TOS values and a spread of checksums (every 251st, from an offset per
+// pair, and both zeros, 0x0000 and 0xffff), so a hit and the slow way cannot differ.
+TEST(Checksum, PrecomputedTosDeltaEqualsIncremental) {
+    for (int from = 0; from < 256; ++from) {
+        for (int to = 0; to < 256; ++to) {
+            if (from == to) continue;
+            const uint16_t delta = wire::ipv4_tos_csum_delta(0x45, static_cast<uint8_t>(from),
+                                                             static_cast<uint8_t>(to));
+            ASSERT_NE(delta, 0);
+            for (uint32_t csum = (from * 257u + to) % 251; csum <= 0xffff; csum += 251) {
+                uint8_t a[20] = {0x45, static_cast<uint8_t>(from)};
+                a[10] = static_cast<uint8_t>(csum >> 8);
+                a[11] = static_cast<uint8_t>(csum);
+                uint8_t b[20];
+                std::copy(a, a + 20, b);
+                wire::set_ipv4_tos(a, static_cast<uint8_t>(to));
+                wire::set_ipv4_tos_delta(b, static_cast<uint8_t>(to), delta);
+                ASSERT_EQ(std::memcmp(a, b, 20), 0)
+                    << "tos " << from << " -> " << to << " csum " << csum;
+            }
+            for (const uint32_t csum : {0x0000u, 0xffffu}) {
+                uint8_t a[20] = {0x45, static_cast<uint8_t>(from)};
+                a[10] = a[11] = static_cast<uint8_t>(csum);
+                uint8_t b[20];
+                std::copy(a, a + 20, b);
+                wire::set_ipv4_tos(a, static_cast<uint8_t>(to));
+                wire::set_ipv4_tos_delta(b, static_cast<uint8_t>(to), delta);
+                ASSERT_EQ(std::memcmp(a, b, 20), 0)
+                    << "tos " << from << " -> " << to << " csum " << csum;
+            }
+        }
+    }
+}
+
 // The receive-side check against a 16-bit recomputation: every header length, right sums (0x0000
 // and 0xffff among them), and every single-bit error, which a one's-complement sum always catches.
 TEST(Checksum, Ipv4HeaderCheckMatchesRecomputation) {
