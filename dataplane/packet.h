@@ -66,16 +66,18 @@ inline bool plain_ipv4_udp(const uint8_t* d) {
 // The common frame (untagged, IPv4 without options or IPv6 without extension headers, not a
 // fragment, carrying UDP) in straight-line code. Returns true with `pp` exactly as
 // parse_packet_general() would fill it; false for any other or malformed frame, leaving `pp`
-// unspecified (the fuzz target checks the equivalence).
-template <bool kV6>
+// unspecified (the fuzz target checks the equivalence). `kFormChecked` (IPv4): the caller has
+// already seen len >= 42 and plain_ipv4_udp().
+template <bool kV6, bool kFormChecked = false>
 inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
     using namespace wire;
+    static_assert(!(kV6 && kFormChecked));
     constexpr uint32_t hl = kV6 ? kIpv6Len : kIpv4Len;
-    if (len < kEthLen + hl + kUdpLen) return false;
+    if (!kFormChecked && len < kEthLen + hl + kUdpLen) return false;
     const uint8_t* ip = data + kEthLen;
     uint32_t total;
     if constexpr (!kV6) {
-        if (!plain_ipv4_udp(data)) return false;
+        if (!kFormChecked && !plain_ipv4_udp(data)) return false;
         total = load16(ip + kIpv4TotalLenOff);
         pp.ip_ver = 4;
         pp.tos = ip[kIpv4TosOff];
@@ -91,7 +93,9 @@ inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPack
         pp.src = ip + kIpv6SrcOff;
         pp.dst = ip + kIpv6DstOff;
     }
-    if (total < hl + kUdpLen || total > len - kEthLen) return false;
+    // hl + 8 <= total <= len - 14 as one unsigned compare: len >= 14 + hl + 8 keeps the right side
+    // from wrapping, and a total under hl + 8 wraps to more than it.
+    if (total - (hl + kUdpLen) > len - kEthLen - (hl + kUdpLen)) return false;
     const uint8_t* udp = ip + hl;
     const uint16_t dport = load16(udp + 2);
     const bool bth = dport == kRoceV2Port;
@@ -111,11 +115,15 @@ inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPack
     return true;
 }
 
-// Either family, by EtherType.
+// Either family: the IPv4 form's own test first (it includes the EtherType), so that the IPv4
+// frame nearly every packet is pays for no IPv6 EtherType compare.
 inline bool parse_plain_udp(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
-    if (len >= wire::kEthLen && wire::load16(data + wire::kEthTypeOff) == wire::kEtherTypeIpv6)
+    using namespace wire;
+    if (__builtin_expect(len >= kEthLen + kIpv4Len + kUdpLen && plain_ipv4_udp(data), 1))
+        return parse_plain_udp_family<false, true>(data, len, pp);
+    if (len >= kEthLen && load16(data + kEthTypeOff) == kEtherTypeIpv6)
         return parse_plain_udp_family<true>(data, len, pp);
-    return parse_plain_udp_family<false>(data, len, pp);
+    return false;
 }
 
 inline DropReason parse_packet(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
