@@ -37,7 +37,10 @@ def measure(binary, cfg_text, tmp, seconds, name):
     with open(cfg, "w") as f:
         f.write(cfg_text + f'\n[control]\nsocket = "{tmp}/{name}.sock"\n')
     out_file = os.path.join(tmp, f"{name}.callgrind")
-    p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
+    # --fair-sched=yes: valgrind runs one thread at a time, and with its default lock the polling
+    # worker can win it back every time, starving the thread that handles SIGINT (seen: a run
+    # that never stopped). Fair scheduling does not change the worker's instruction count.
+    p = subprocess.Popen(["valgrind", "--tool=callgrind", "--fair-sched=yes", f"--callgrind-out-file={out_file}",
                           "--toggle-collect=dscpgw::worker_main*", binary, "run", "--config", cfg],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(seconds)
