@@ -59,27 +59,19 @@ TEST(Checksum, PrecomputedTosDeltaEqualsIncremental) {
     for (int from = 0; from < 256; ++from) {
         for (int to = 0; to < 256; ++to) {
             if (from == to) continue;
-            const uint16_t delta = wire::ipv4_tos_csum_delta(0x45, static_cast<uint8_t>(from),
-                                                             static_cast<uint8_t>(to));
+            const auto old_tos = static_cast<uint8_t>(from), new_tos = static_cast<uint8_t>(to);
+            const uint16_t delta = wire::ipv4_tos_csum_delta(0x45, old_tos, new_tos);
             ASSERT_NE(delta, 0);
-            for (uint32_t csum = (from * 257u + to) % 251; csum <= 0xffff; csum += 251) {
-                uint8_t a[20] = {0x45, static_cast<uint8_t>(from)};
+            std::vector<uint32_t> csums = {0x0000, 0xffff};
+            for (uint32_t c = (from * 257u + to) % 251; c <= 0xffff; c += 251) csums.push_back(c);
+            for (const uint32_t csum : csums) {
+                uint8_t a[20] = {0x45, old_tos};
                 a[10] = static_cast<uint8_t>(csum >> 8);
                 a[11] = static_cast<uint8_t>(csum);
                 uint8_t b[20];
                 std::copy(a, a + 20, b);
-                wire::set_ipv4_tos(a, static_cast<uint8_t>(to));
-                wire::set_ipv4_tos_delta(b, static_cast<uint8_t>(to), delta);
-                ASSERT_EQ(std::memcmp(a, b, 20), 0)
-                    << "tos " << from << " -> " << to << " csum " << csum;
-            }
-            for (const uint32_t csum : {0x0000u, 0xffffu}) {
-                uint8_t a[20] = {0x45, static_cast<uint8_t>(from)};
-                a[10] = a[11] = static_cast<uint8_t>(csum);
-                uint8_t b[20];
-                std::copy(a, a + 20, b);
-                wire::set_ipv4_tos(a, static_cast<uint8_t>(to));
-                wire::set_ipv4_tos_delta(b, static_cast<uint8_t>(to), delta);
+                wire::set_ipv4_tos(a, new_tos);
+                wire::set_ipv4_tos_delta(b, new_tos, delta);
                 ASSERT_EQ(std::memcmp(a, b, 20), 0)
                     << "tos " << from << " -> " << to << " csum " << csum;
             }
