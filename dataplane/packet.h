@@ -115,8 +115,8 @@ inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPack
     return true;
 }
 
-// Either family: the IPv4 form's own test first (it includes the EtherType), so that the IPv4
-// frame nearly every packet is pays for no IPv6 EtherType compare.
+// Either family: the IPv4 form's own test first (it includes the EtherType), so that an IPv4
+// frame, nearly every packet, pays for no IPv6 EtherType compare.
 inline bool parse_plain_udp(const uint8_t* data, uint32_t len, ParsedPacket& pp) {
     using namespace wire;
     if (__builtin_expect(len >= kEthLen + kIpv4Len + kUdpLen && plain_ipv4_udp(data), 1))

@@ -313,10 +313,22 @@ inline constexpr uint8_t kProtoIcmp6 = 58;
 
 // Rewrites the TOS byte of an IPv4 header and patches its checksum incrementally. The one's-
 // complement sum does not depend on byte order, so the words are taken as they lie in memory.
+inline void set_ipv4_tos(uint8_t* ip4, uint8_t tos) {
+    uint16_t old_word, csum;
+    std::memcpy(&old_word, ip4, 2);
+    std::memcpy(&csum, ip4 + kIpv4CsumOff, 2);
+    uint8_t bytes[2] = {ip4[0], tos};
+    uint16_t new_word;
+    std::memcpy(&new_word, bytes, 2);
+    csum = csum_update16(csum, old_word, new_word);
+    std::memcpy(ip4 + kIpv4CsumOff, &csum, 2);
+    ip4[kIpv4TosOff] = tos;
+}
+
 // What set_ipv4_tos() adds to the header checksum (RFC 1624: ~m + m') when the TOS of a header
 // starting with byte `b0` (version/IHL) changes from `old_tos` to `new_tos`, folded to 16 bits:
 // for a cache that sees the same change on every packet of a flow (set_ipv4_tos_delta()). Never 0
-// (m' has b0 in it), so 0 can mean "no change".
+// where b0 is neither 0 nor 0xff (0x45 here; both terms are then nonzero), so 0 can mean "none".
 inline uint16_t ipv4_tos_csum_delta(uint8_t b0, uint8_t old_tos, uint8_t new_tos) {
     const uint8_t old_bytes[2] = {b0, old_tos}, new_bytes[2] = {b0, new_tos};
     uint16_t m, m1;
@@ -336,18 +348,6 @@ inline void set_ipv4_tos_delta(uint8_t* ip4, uint8_t tos, uint16_t delta) {
     uint32_t sum = static_cast<uint32_t>(static_cast<uint16_t>(~csum)) + delta;
     sum = (sum & 0xffff) + (sum >> 16);  // Two 16-bit terms: one fold leaves 16 bits.
     csum = static_cast<uint16_t>(~sum);
-    std::memcpy(ip4 + kIpv4CsumOff, &csum, 2);
-    ip4[kIpv4TosOff] = tos;
-}
-
-inline void set_ipv4_tos(uint8_t* ip4, uint8_t tos) {
-    uint16_t old_word, csum;
-    std::memcpy(&old_word, ip4, 2);
-    std::memcpy(&csum, ip4 + kIpv4CsumOff, 2);
-    uint8_t bytes[2] = {ip4[0], tos};
-    uint16_t new_word;
-    std::memcpy(&new_word, bytes, 2);
-    csum = csum_update16(csum, old_word, new_word);
     std::memcpy(ip4 + kIpv4CsumOff, &csum, 2);
     ip4[kIpv4TosOff] = tos;
 }
