@@ -247,13 +247,22 @@ inline constexpr uint8_t kEcnEct1 = 1;
 inline constexpr uint8_t kEcnEct0 = 2;
 inline constexpr uint8_t kEcnCe = 3;
 
-// RFC 1624 equation 3: HC' = ~(~HC + ~m + m'), for one 16-bit word changing from m to m'.
-inline uint16_t csum_update16(uint16_t hc, uint16_t old_word, uint16_t new_word) {
-    uint32_t sum = static_cast<uint16_t>(~hc) +
-                   static_cast<uint32_t>(static_cast<uint16_t>(~old_word)) + new_word;
-    sum = (sum & 0xffff) + (sum >> 16);
+// RFC 1624 equation 3, HC' = ~(~HC + ~m + m') for one 16-bit word changing from m to m', in two
+// steps: the change ~m + m' folded to 16 bits, then its sum with ~HC. A change the same for many
+// packets (the encap cache's TOS re-mark) is summed once. Grouping does not alter the result:
+// one's-complement addition is associative, and gives 0 only where every term is 0.
+inline uint16_t csum_change16(uint16_t old_word, uint16_t new_word) {
+    uint32_t sum = static_cast<uint32_t>(static_cast<uint16_t>(~old_word)) + new_word;
+    sum = (sum & 0xffff) + (sum >> 16);  // Two 16-bit terms: one fold leaves 16 bits.
+    return static_cast<uint16_t>(sum);
+}
+inline uint16_t csum_apply16(uint16_t hc, uint16_t change) {
+    uint32_t sum = static_cast<uint32_t>(static_cast<uint16_t>(~hc)) + change;
     sum = (sum & 0xffff) + (sum >> 16);
     return static_cast<uint16_t>(~sum);
+}
+inline uint16_t csum_update16(uint16_t hc, uint16_t old_word, uint16_t new_word) {
+    return csum_apply16(hc, csum_change16(old_word, new_word));
 }
 
 // One's-complement sum of big-endian 16-bit words (RFC 1071), unfolded; for the slow paths that
@@ -325,29 +334,24 @@ inline void set_ipv4_tos(uint8_t* ip4, uint8_t tos) {
     ip4[kIpv4TosOff] = tos;
 }
 
-// What set_ipv4_tos() adds to the header checksum (RFC 1624: ~m + m') when the TOS of a header
-// starting with byte `b0` (version/IHL) changes from `old_tos` to `new_tos`, folded to 16 bits:
-// for a cache that sees the same change on every packet of a flow (set_ipv4_tos_delta()). Never 0
-// where b0 is neither 0 nor 0xff (0x45 here; both terms are then nonzero), so 0 can mean "none".
+// The checksum change set_ipv4_tos() makes (csum_change16()) when the TOS of a header starting
+// with byte `b0` (version/IHL) goes from `old_tos` to `new_tos`: for a cache that sees the same
+// change on every packet of a flow (set_ipv4_tos_delta()). Never 0 where b0 is neither 0 nor
+// 0xff (0x45 here; both terms are then nonzero), so 0 can mean "none".
 inline uint16_t ipv4_tos_csum_delta(uint8_t b0, uint8_t old_tos, uint8_t new_tos) {
     const uint8_t old_bytes[2] = {b0, old_tos}, new_bytes[2] = {b0, new_tos};
     uint16_t m, m1;
     std::memcpy(&m, old_bytes, 2);
     std::memcpy(&m1, new_bytes, 2);
-    uint32_t sum = static_cast<uint32_t>(static_cast<uint16_t>(~m)) + m1;
-    sum = (sum & 0xffff) + (sum >> 16);
-    return static_cast<uint16_t>(sum);
+    return csum_change16(m, m1);
 }
 
 // set_ipv4_tos() with the checksum's change precomputed by ipv4_tos_csum_delta() for this header's
-// first byte and TOS: the same checksum (both sums are nonzero, so one's complement has one
-// representation for them), one fold instead of two.
+// first byte and TOS: the same bytes, one fold a packet instead of two.
 inline void set_ipv4_tos_delta(uint8_t* ip4, uint8_t tos, uint16_t delta) {
     uint16_t csum;
     std::memcpy(&csum, ip4 + kIpv4CsumOff, 2);
-    uint32_t sum = static_cast<uint32_t>(static_cast<uint16_t>(~csum)) + delta;
-    sum = (sum & 0xffff) + (sum >> 16);  // Two 16-bit terms: one fold leaves 16 bits.
-    csum = static_cast<uint16_t>(~sum);
+    csum = csum_apply16(csum, delta);
     std::memcpy(ip4 + kIpv4CsumOff, &csum, 2);
     ip4[kIpv4TosOff] = tos;
 }
