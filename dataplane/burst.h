@@ -7,8 +7,12 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "dataplane/decap.h"
 #include "dataplane/encap.h"
+#include "dataplane/encap_hit.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/local.h"
 #include "dataplane/qos.h"
@@ -43,6 +47,17 @@ struct TokenBucket {
     }
 };
 
+// The encap hits of a burst, counted per flow entry rather than per packet: the entry says
+// everything the counters need (class, tunnel, marks, CNP, the conversation's addresses), so a
+// hit adds its lengths to its entry's run (EncapFlow::run_*) and the counters see each run once,
+// at the end of the burst or when a packet of another destination QP takes the entry's run.
+// Interleaved queue pairs keep a run each. `flow`: the entries holding a run; empty between
+// bursts; a place a packet of the burst (process_burst() hands kBurst at a time at most).
+struct EncapRuns {
+    uint16_t n = 0;
+    EncapFlow* flow[kBurst];
+};
+
 // Per-worker mutable state of the burst function: the ICMP token buckets ([gateway] icmp_rate
 // each: RFC 1812 4.3.2.8 and RFC 4443 2.4(f) rate-limit errors; echo replies are limited alike,
 // separately, so that pings cannot use up the errors path MTU discovery needs).
@@ -54,6 +69,7 @@ struct BurstState {
     FlowRates* rates = nullptr;   // The worker's `adaptive` flow rates (policers run on now_tsc).
     EncapCache* encap = nullptr;  // The worker's inner IPv4 flows (encap.h); none: no cache.
     DecapCache decap;             // The worker's last decapsulation-table hit.
+    EncapRuns encap_runs;         // This burst's encap hits, not yet counted.
 };
 
 // The headers of a frame: the first cache line, and on an outer port the second, where a
@@ -99,12 +115,12 @@ inline void set_udp6_cksum_offload(rte_mbuf* m) {
 class RunCounter {
   public:
     RunCounter(Counter* pkts, Counter* bytes) : pkts_(pkts), bytes_(bytes) {}
-    void add(size_t idx, uint64_t len) {
+    void add(size_t idx, uint64_t len, uint64_t n = 1) {
         if (idx != idx_) {
             flush();
             idx_ = idx;
         }
-        ++n_;
+        n_ += n;
         b_ += len;
     }
     void flush() {
@@ -178,6 +194,21 @@ class BurstCounters {
             bs.flows->add(bs.flow_runs, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp,
                           bs.now_tsc);
     }
+    // An encap hit (encap_hit()) of `in_len` bytes as received, in its entry's run.
+    void encap_hit(const EncapHit& h, uint32_t in_len, BurstState& bs) {
+        EncapFlow& e = *h.flow;
+        if (unlikely(e.run_n == 0 || e.run_qp != h.qp)) start_run(e, h.qp, bs);
+        ++e.run_n;
+        e.run_in_bytes += in_len;
+        e.run_ip_bytes += h.ip_len;
+    }
+    // Every run to the counters: the end of the burst, and before encap_slow() may refill (and
+    // so change) an entry holding a run.
+    void encap_runs(BurstState& bs) {
+        EncapRuns& runs = bs.encap_runs;
+        for (uint16_t i = 0; i < runs.n; ++i) end_run(*runs.flow[i], bs);
+        runs.n = 0;
+    }
     void local(LocalReply r) { st_.local[static_cast<size_t>(r)].inc(); }
     void path_mtu_lowered(size_t tunnel) {
         cc_.tunnel[TunnelCounter::path_mtu_lowered][tunnel].inc();
@@ -194,6 +225,40 @@ class BurstCounters {
     }
 
   private:
+    // A run of `e` for destination QP `qp`: the entry's first of the burst, or after its run of
+    // another QP.
+    __attribute__((noinline)) void start_run(EncapFlow& e, uint32_t qp, BurstState& bs) {
+        EncapRuns& runs = bs.encap_runs;
+        if (e.run_n != 0)
+            end_run(e, bs);
+        else
+            runs.flow[runs.n++] = &e;  // A packet each at most: process_burst() splits.
+        e.run_qp = qp;
+    }
+    // What processed<false>() and forwarded<false>() count of each packet, for the run's packets.
+    void end_run(EncapFlow& e, BurstState& bs) {
+        const uint32_t n = e.run_n;
+        if (n == 0) return;
+        const PacketNotes& notes = e.notes;
+        const auto t = static_cast<size_t>(notes.tunnel_id);
+        if (notes.dscp_in >= 0)  // Always, for IPv4: as processed<false>() has it.
+            classes_.add(notes.class_id >= 0 ? static_cast<size_t>(notes.class_id) : kNoClass,
+                         e.run_in_bytes, n);
+        if (notes.dscp_rewritten) rewrites_ += n;
+        // Each packet left as the outer headers, its inner Ethernet header and its IP packet.
+        encaps_.add(t, e.run_ip_bytes + uint64_t{n} * (e.hdr_len + wire::kEthLen), n);
+        if (notes.outer_mapped) cc_.tunnel[TunnelCounter::outer_dscp_mapped][t].add(n);
+        if (e.roce) {
+            const bool cnp = (e.rest >> 40 & 0xff) == kBthOpcodeCnp;  // The key's opcode.
+            if (cnp) cc_.tunnel[TunnelCounter::cnp_encap][t].add(n);
+            if (bs.flows != nullptr)
+                bs.flows->add4(bs.flow_runs, e.addrs, e.run_qp, notes.tunnel_id, false, n,
+                               e.run_ip_bytes, cnp ? n : 0, bs.now_tsc);
+        }
+        e.run_n = 0;
+        e.run_in_bytes = e.run_ip_bytes = 0;
+    }
+
     WorkerStats& st_;
     ConfigCounters& cc_;
     RunCounter classes_, encaps_, decaps_;
@@ -220,6 +285,11 @@ inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint1
     return true;
 }
 
+// The observer of workers: none, so that the burst loop builds no notes for it.
+struct NoObserver {
+    void operator()(const rte_mbuf*, const Verdict&, const PacketNotes&) const {}
+};
+
 // The burst loop for one direction (kOuter: from an outer port). Sink: void operator()(uint16_t
 // out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*, const Verdict&, const
 // PacketNotes&), called for every packet after processing (a no-op in workers).
@@ -229,13 +299,41 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
     uint64_t rx_bytes = 0;
     BurstCounters count(st, s.bank);
     DecapCache& decap_cache = bs.decap;
-    if constexpr (kOuter) decap_cache.bind(s);  // The snapshot may change between bursts.
+    // The snapshot may change between bursts.
+    if constexpr (kOuter)
+        decap_cache.bind(s);
+    else if (bs.encap != nullptr)
+        encap_fast::encap_cache_bind(*bs.encap, s);
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], kOuter);
         rte_mbuf* m = pkts[i];
         const uint32_t in_len = m->pkt_len;
         rx_bytes += in_len;
+        if constexpr (!kOuter) {
+            // An encap hit: counted in its run (BurstCounters::encap_hit()), its notes built
+            // only for an observer.
+            if (likely(bs.encap != nullptr && m->nb_segs == 1)) {
+                Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
+                const EncapHit h = encap_fast::encap_hit(rx_port, f, *bs.encap);
+                if (likely(h.flow != nullptr)) {
+                    const EncapFlow& e = *h.flow;
+                    frame_to_mbuf(f, m);
+                    if (unlikely(e.offload)) set_udp6_cksum_offload(m);
+                    count.encap_hit(h, in_len, bs);
+                    if constexpr (!std::is_same_v<std::remove_cvref_t<Observer>, NoObserver>) {
+                        Outcome o;
+                        encap_hit_outcome(e, f, o);
+                        observe(static_cast<const rte_mbuf*>(m), o, o);
+                    }
+                    if (s.shaped_ports >> e.out_port & 1u)
+                        sched_note(m, kSchedEncap, e.notes.class_id, e.notes.tunnel_id);
+                    sink(e.out_port, m);
+                    continue;
+                }
+                if (bs.encap_runs.n != 0) count.encap_runs(bs);
+            }
+        }
         Outcome o;  // The verdict and the notes, both filled by the path.
         Verdict& v = o;
         PacketNotes& notes = o;
@@ -248,8 +346,8 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
             // The common case in few steps (the shortcut takes it or leaves it untouched).
             if constexpr (kOuter)
                 plain = decap_plain(s, rx_port, f, o, &decap_cache);
-            else
-                plain = encap_plain(s, rx_port, f, o, bs.encap);
+            else  // No hit (above): the slow way, or without a cache the whole shortcut.
+                plain = encap_slow(s, rx_port, f, o, bs.encap);
             if (unlikely(!plain)) {
                 if constexpr (kOuter)
                     v = process_outer_general(s, rx_port, f, notes, &decap_cache);
@@ -301,23 +399,26 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
             sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
         sink(v.out_port, m);
     }
+    if constexpr (!kOuter)
+        if (bs.encap_runs.n != 0) count.encap_runs(bs);
     count.flush(rx_port, n, rx_bytes);
     if (bs.flows != nullptr) bs.flows->flush(bs.flow_runs, bs.now_tsc);
 }
 
-// One burst from `rx_port`, each packet through the per-packet path, counted, and what survives
-// handed to the sink. Workers and `dscpgw replay` both run exactly this.
+// One burst from `rx_port` (any length), each packet through the per-packet path, counted, and
+// what survives handed to the sink. Workers and `dscpgw replay` both run exactly this.
 template <typename Sink, typename Observer>
 inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
-    if (s.ports[rx_port].role == PortRole::inner)
-        process_burst_dir<false>(s, rx_port, pkts, n, st, bs, sink, observe);
-    else
-        process_burst_dir<true>(s, rx_port, pkts, n, st, bs, sink, observe);
+    // kBurst at a time at most: a burst's encap runs (EncapRuns) take a place a packet.
+    for (uint16_t done = 0; done < n;) {
+        const auto k = static_cast<uint16_t>(std::min<int>(n - done, kBurst));
+        if (s.ports[rx_port].role == PortRole::inner)
+            process_burst_dir<false>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+        else
+            process_burst_dir<true>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+        done = static_cast<uint16_t>(done + k);
+    }
 }
-
-struct NoObserver {
-    void operator()(const rte_mbuf*, const Verdict&, const PacketNotes&) const {}
-};
 
 }  // namespace dscpgw

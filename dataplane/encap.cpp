@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "dataplane/cksum.h"
+#include "dataplane/encap_hit.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/qos.h"
@@ -20,6 +21,7 @@
 namespace dscpgw {
 
 using namespace wire;
+using namespace encap_fast;
 
 namespace {
 
@@ -99,11 +101,6 @@ int classify(const Snapshot& s, const ParsedPacket& pp) { return classify_inline
 uint32_t flow_hash(const ParsedPacket& pp) { return flow_hash_inline(pp); }
 
 namespace {
-
-template <bool kV6>
-constexpr uint32_t outer_hdr_len() {
-    return static_cast<uint32_t>(kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8);
-}
 
 // Marks the inner packet for class `cls` (-1: none): the class's DSCP if it sets one, the ECN bits
 // untouched. Returns the TOS the packet leaves with. kPlainFamily: 4 or 6 when the caller knows the
@@ -264,66 +261,6 @@ template <bool kV6>
         store32(ip, 0x60000000u | uint32_t{tos} << 20 | (hash & 0xfffffu));
 }
 
-// The per-packet part of the outer headers at `hdr` (as outer_headers() left them) for an inner
-// frame of `inner_len` bytes: lengths and checksums. `offload`: set when the device is to sum
-// the outer UDP datagram.
-template <bool kV6>
-[[gnu::always_inline]] inline void outer_lengths(const TunnelConf& t, uint8_t* hdr,
-                                                 uint32_t inner_len, bool& offload) {
-    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
-    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
-    uint8_t* ip = hdr + kEthLen;
-    uint8_t* udp = ip + ip_hdr_len;
-    const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
-    store16(udp + 4, udp_len);
-    if constexpr (!kV6) {
-        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
-        store16(ip + kIpv4CsumOff,
-                static_cast<uint16_t>(~fold(t.hdr_csum_base + ip[kIpv4TosOff] + outer_ip_len)));
-        // The outer UDP checksum stays zero, as RFC 7348 and RFC 8926 allow over IPv4.
-    } else {
-        store16(ip + kIpv6PayloadLenOff, udp_len);
-        // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1), unless the tunnel says
-        // its far end takes zero checksums (RFC 6935/6936; Linux's udp6zerocsumrx).
-        if (t.udp6_zero_csum_tx) return;
-        // DPDK's raw checksum sums words in host order; the base is kept in the same order.
-        uint32_t sum = t.hdr_csum_base + rte_cpu_to_be_16(udp_len);
-        if (t.tx_udp_offload) {
-            // The NIC sums the datagram; it wants the pseudo-header sum in place (DPDK's contract
-            // for RTE_MBUF_F_TX_UDP_CKSUM), set by the burst glue's flags.
-            const auto pseudo = fold(sum);
-            std::memcpy(udp + 6, &pseudo, sizeof pseudo);
-            offload = true;
-            return;
-        }
-        sum = raw_sum(udp, udp_len, sum);  // AVX2 where the CPU has it (cksum.h).
-        uint16_t csum = static_cast<uint16_t>(~fold(sum));
-        if (csum == 0) csum = 0xffff;
-        std::memcpy(udp + 6, &csum, sizeof csum);
-    }
-}
-
-// Makes room for the outer headers in front of the inner frame: `tags` bytes of VLAN tags
-// removed, the inner Ethernet header readdressed in routed mode.
-template <bool kV6>
-[[gnu::always_inline]] inline void encap_room(const TunnelConf& t, Frame& f, uint32_t tags,
-                                              uint32_t inner_len) {
-    constexpr uint32_t hdr_len = outer_hdr_len<kV6>();
-    if (tags != 0) {
-        std::memmove(f.data + tags, f.data, 2 * 6);
-        f.data += tags;
-        f.headroom += tags;
-    }
-    if (t.has_inner_mac) {
-        // Routed LAN: the frame was addressed to us; readdress it to the far end.
-        std::memcpy(f.data, t.inner_mac.data(), 6);
-        std::memcpy(f.data + 6, t.inner_src_mac.data(), 6);
-    }
-    f.data -= hdr_len;
-    f.headroom -= hdr_len;
-    f.len = hdr_len + inner_len;
-}
-
 // Pushes the tunnel's outer headers in front of the inner frame, once check_tunnel() passed. The
 // tunnel type only changes the template's bytes (built by the control side), so only the address
 // family specialises the code. `tags`: VLAN tag bytes to remove.
@@ -354,89 +291,11 @@ template <bool kV6>
         encap_write<false>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
 }
 
-// The EncapCache key of an untagged IPv4 UDP frame (encap_raw_key()).
-struct FlowKey {
-    uint64_t addrs, rest;
-};
-
-// The set of key `k`: its first way.
-[[gnu::always_inline]] inline EncapFlow* encap_flow_set(EncapCache& c, const FlowKey& k) {
-    const uint64_t h = (k.addrs ^ k.rest) * 0x9e3779b97f4a7c15u;
-    return &c.flow[(h >> (64 - EncapCache::kSetBits)) * EncapCache::kWays];
-}
-
-inline bool encap_flow_is(const EncapFlow& e, const FlowKey& k) {
-    return e.addrs == k.addrs && e.rest == k.rest;
-}
-
-// An EncapFlow hit: what encap_plain_family() would do, from the entry, once the per-packet
-// checks pass. `ip_len`, `bth`: the frame's IPv4 total length and whether it carries a BTH (its
-// TOS is the key's). False (nothing written): the slow way decides (and refills the entry).
-[[gnu::always_inline]] inline bool encap_cached(const EncapFlow& e, uint32_t ip_len, bool bth,
-                                                Frame& f, Outcome& o) {
-    const uint32_t hdr_len = e.hdr_len;
-    // The outer IP packet is the outer headers but Ethernet, and the inner frame with its own.
-    if (ip_len > e.max_ip_len || f.headroom < hdr_len ||
-        hdr_len + ip_len > e.path_mtu->load(std::memory_order_relaxed))
-        return false;
-    if (e.neighbor != nullptr && e.neighbor->load(std::memory_order_relaxed) != e.nh_mac)
-        return false;
-    PacketNotes& n = o;
-    n = e.notes;
-    if (bth) {  // note_roce() for the untagged IPv4 frame.
-        n.roce_l3 = f.data + kEthLen;
-        n.roce_bth = f.data + kEthLen + kIpv4Len + kUdpLen;
-    }
-    const TunnelConf& t = *e.tunnel;
-    o.out_port = t.outer_port;
-    if (e.tos_delta != 0) set_ipv4_tos_delta(f.data + kEthLen, e.tos, e.tos_delta);
-    const uint32_t inner_len = kEthLen + ip_len;
-    if (hdr_len == outer_hdr_len<false>()) {
-        encap_room<false>(t, f, 0, inner_len);
-        std::memcpy(f.data, e.hdr.data(), outer_hdr_len<false>());
-        outer_lengths<false>(t, f.data, inner_len, o.tx_udp6_cksum);
-    } else {
-        encap_room<true>(t, f, 0, inner_len);
-        std::memcpy(f.data, e.hdr.data(), outer_hdr_len<true>());
-        outer_lengths<true>(t, f.data, inner_len, o.tx_udp6_cksum);
-    }
-    return true;
-}
-
-// The EncapCache key of an untagged IPv4 UDP frame read straight from its bytes, with the checks
-// of parse_plain_udp_family<false>() on the same words: EtherType IPv4, version 4 without options,
-// UDP, no fragment, a total length that fits the frame and holds the UDP header (and a BTH on the
-// RoCEv2 port). The key: the addresses and UDP ports as they lie (byte order does not matter to a
-// key), the TOS, the BTH opcode (0 without a BTH) and the receiving port. For frames of at least 54
-// bytes (the least a RoCEv2 frame has), so that the BTH opcode's byte is inside the frame; false:
-// the parse decides (it may yet take a short frame).
-[[gnu::always_inline]] inline bool encap_raw_key(const uint8_t* d, uint32_t len, uint16_t rx_port,
-                                                 FlowKey& k, uint32_t& ip_len, bool& bth) {
-    static_assert(kEthLen + kIpv4Len + kUdpLen + kBthLen == 54);
-    static_assert(kMaxPorts < (1u << 15), "the receiving port takes bits 48-62 of the key");
-    if (len < kEthLen + kIpv4Len + kUdpLen + kBthLen || !plain_ipv4_udp(d)) return false;
-    const uint32_t total = load16(d + kEthLen + kIpv4TotalLenOff);
-    const uint8_t* udp = d + kEthLen + kIpv4Len;
-    bth = load16(udp + 2) == kRoceV2Port;
-    // least <= total <= len - kEthLen as one unsigned compare: len >= 54 > kEthLen + least, so
-    // the right side does not wrap, and a total under least wraps to more than it.
-    const uint32_t least = kIpv4Len + kUdpLen + (bth ? kBthLen : 0);
-    if (total - least > len - kEthLen - least) return false;
-    uint32_t ports;
-    std::memcpy(&k.addrs, d + kEthLen + kIpv4SrcOff, sizeof k.addrs);
-    std::memcpy(&ports, udp, sizeof ports);
-    const uint64_t op = bth ? udp[kUdpLen] : 0;
-    k.rest = uint64_t{ports} | uint64_t{d[kEthLen + kIpv4TosOff]} << 32 | op << 40 |
-             uint64_t{rx_port} << 48 | uint64_t{1} << 63;
-    ip_len = total;
-    return true;
-}
-
 // Records what the slow way decided for the flow of `pp` (IPv4, encapsulated through tunnel
 // `t` with inner TOS `tos`, outer DSCP `dscp`, notes `n` and entropy `hash`) in its set `set`:
 // the way it had, else a free one, else the first after the older entry moved to the second.
 // The arguments are values: a ParsedPacket passed by reference would have to live in memory.
-__attribute__((noinline)) void encap_fill(EncapFlow* set, const FlowKey& k, const Snapshot& s,
+__attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, const Snapshot& s,
                                           const TunnelConf& t, const PacketNotes& n,
                                           uint32_t max_ip_len, uint8_t tos, uint8_t dscp,
                                           uint32_t hash, uint64_t nh_mac) {
@@ -457,6 +316,9 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const FlowKey& k, cons
     e.notes.roce_l3 = e.notes.roce_bth = nullptr;
     e.max_ip_len = max_ip_len;
     e.tos = tos;
+    e.roce = n.roce_bth != nullptr;
+    e.offload = t.outer_v6 && t.tx_udp_offload && !t.udp6_zero_csum_tx;  // outer_lengths<true>()
+    e.out_port = t.outer_port;
     // The key's TOS is the one received; the frame's first IP byte is 0x45 (plain_ipv4_udp()).
     const auto tos_in = static_cast<uint8_t>(k.rest >> 32);
     e.tos_delta = tos_in == tos ? 0 : ipv4_tos_csum_delta(0x45, tos_in, tos);
@@ -478,7 +340,7 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const FlowKey& k, cons
 template <bool kV6>
 __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx_port, Frame& f,
                                                   Outcome& o, EncapFlow* set = nullptr,
-                                                  const FlowKey* key = nullptr) {
+                                                  const EncapKey* key = nullptr) {
     Verdict& v = o;
     PacketNotes& n = o;
     ParsedPacket pp;
@@ -512,14 +374,16 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     return true;
 }
 
+}  // namespace
+
 // Everything but a hit: IPv6, a frame that is not of the cache's form, no cache, a miss (the
-// entry filled when the frame is taken). Its own body, reached by a tail call, so that the hit's
-// saves no registers for it.
+// entry filled when the frame is taken). Its own body, reached by a tail call from
+// encap_plain(), so that the hit's saves no registers for it.
 __attribute__((noinline)) bool encap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o,
                                           EncapCache* cache) {
     if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
         return encap_plain_family<true>(s, rx_port, f, o);
-    FlowKey key;
+    EncapKey key;
     uint32_t ip_len;
     bool bth;
     // Not that form: a short frame the parse may take uncached, or one it declines.
@@ -528,25 +392,26 @@ __attribute__((noinline)) bool encap_slow(const Snapshot& s, uint16_t rx_port, F
     return encap_plain_family<false>(s, rx_port, f, o, encap_flow_set(*cache, key), &key);
 }
 
-}  // namespace
+void encap_hit_outcome(const EncapFlow& e, const Frame& f, Outcome& o) {
+    PacketNotes& n = o;
+    n = e.notes;
+    if (e.roce) {  // note_roce() for the untagged IPv4 frame behind the outer headers.
+        n.roce_l3 = f.data + e.hdr_len + kEthLen;
+        n.roce_bth = f.data + e.hdr_len + kEthLen + kIpv4Len + kUdpLen;
+    }
+    o.out_port = e.out_port;
+    o.tx_udp6_cksum = e.offload;
+}
 
-// With a cache, a hit is done here, from the frame's bytes without a parse, in a body that holds
-// nothing else; the rest goes to encap_slow(), which parses (and on a miss fills the entry).
+// With a cache, a hit from the entry (encap_hit()); the rest goes to encap_slow(), which parses
+// (and on a miss fills the entry).
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, EncapCache* cache) {
-    FlowKey key;
-    uint32_t ip_len;
-    bool bth;
-    if (likely(cache != nullptr) && encap_raw_key(f.data, f.len, rx_port, key, ip_len, bth)) {
-        if (unlikely(cache->snap != &s || cache->generation != s.generation)) {
-            for (EncapFlow& e : cache->flow) e.rest = 0;
-            cache->snap = &s;
-            cache->generation = s.generation;
+    if (likely(cache != nullptr)) {
+        encap_cache_bind(*cache, s);
+        if (const EncapHit h = encap_hit(rx_port, f, *cache); h.flow != nullptr) {
+            encap_hit_outcome(*h.flow, f, o);
+            return true;
         }
-        const EncapFlow* set = encap_flow_set(*cache, key);
-        const EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
-                             : encap_flow_is(set[1], key) ? &set[1]
-                                                          : nullptr;
-        if (e != nullptr && encap_cached(*e, ip_len, bth, f, o)) return true;
     }
     return encap_slow(s, rx_port, f, o, cache);
 }

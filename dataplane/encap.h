@@ -24,12 +24,22 @@ struct alignas(64) EncapFlow {
     uint32_t max_ip_len = 0;  // The receiving port's plain_mtu.
     uint8_t tos = 0;          // The inner TOS after marking.
     uint8_t hdr_len = 0;      // Of the outer headers: 50 (IPv4) or 70 (IPv6).
+    bool roce = false;        // The flow carries a BTH (UDP 4791).
+    bool offload = false;     // The device sums the outer UDP datagram (IPv6, tx_udp_offload).
     // The inner header checksum's change for the key's TOS -> tos (wire::ipv4_tos_csum_delta()),
     // 0 when marking leaves the TOS as it came.
     uint16_t tos_delta = 0;
+    uint16_t out_port = 0;  // The tunnel's outer port.
+    // The burst loop's run of this flow's hits (burst.h: EncapRuns), not yet counted: their
+    // destination QP (EncapHit::qp), number, and bytes as received and as IPv4 total lengths
+    // (32 bits hold 65,535 frames of 65,535 bytes). All zero between bursts; where the packet
+    // path writes, so they sit in the lines a hit reads anyway.
+    uint32_t run_qp = 0;
     // The outer headers, TOS, entropy port, flow label and next-hop MAC in place; the lengths and
     // checksums are the packet's (kept zero here).
     alignas(8) std::array<uint8_t, kMaxOuterHdr> hdr{};
+    uint16_t run_n = 0;
+    uint32_t run_in_bytes = 0, run_ip_bytes = 0;
 };
 
 // A worker's EncapFlows: two-way sets chosen by a hash of the key (a new flow takes a free way,
@@ -44,6 +54,14 @@ struct EncapCache {
 };
 static_assert(sizeof(EncapFlow) == 192, "three cache lines an entry");
 
+// What encap_hit() found: the flow, and of the packet its IPv4 total length and, for RoCE, its
+// BTH's bytes 4..7 as they lie (the destination QP; the conversation table's key).
+struct EncapHit {
+    EncapFlow* flow = nullptr;  // None: not a hit, and nothing written.
+    uint32_t ip_len = 0;
+    uint32_t qp = 0;
+};
+
 // The general path: every frame an inner port can receive (tags, options, extension headers,
 // traffic for the gateway itself, drops with their reasons).
 Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
@@ -57,5 +75,13 @@ Verdict process_inner_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
 // `cache`: the worker's EncapCache (below), or none.
 bool encap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o,
                  EncapCache* cache = nullptr);
+
+// The two halves of encap_plain() with a cache, for the burst loop, which counts a hit from its
+// entry (burst.h) and so needs neither its notes nor its verdict: encap_fast::encap_hit()
+// (encap_hit.h, inline), and encap_slow() for everything else, as encap_plain() (it may fill an
+// entry, and so move another). The cache bound to `s` (encap_fast::encap_cache_bind()).
+bool encap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, EncapCache* cache);
+// The verdict and notes encap_plain() gives a hit of `e`, `f` the frame as encap_hit() left it.
+void encap_hit_outcome(const EncapFlow& e, const Frame& f, Outcome& o);
 
 }  // namespace dscpgw

@@ -177,23 +177,23 @@ class FlowTable {
         uint32_t qp_raw;
         std::memcpy(&qp_raw, bth + 4, 4);
         FlowRun& run = runs.run[(qp_raw >> 24) & (FlowRuns::kEntries - 1)];  // QP's low bits.
-        const uint64_t tag = qp_raw | uint64_t{static_cast<uint16_t>(tunnel)} << 32 |
-                             uint64_t{decap} << 48 | uint64_t{1} << 50;
+        const uint64_t tag = tag_of(qp_raw, tunnel, decap);
         if (unlikely((l3[0] >> 4) != 4)) {
             add_v6(run, l3, tag, cnp, now);
             return;
         }
-        const uint64_t tag4 = tag | uint64_t{1} << 49;
         uint64_t a;
         std::memcpy(&a, l3 + 12, 8);  // Source and destination, contiguous.
-        if (((a ^ run.w[0]) | (tag4 ^ run.tag)) != 0) {
-            flush(run, now);
-            run.w[0] = a;
-            run.tag = tag4;
-        }
-        ++run.n;
-        run.bytes += static_cast<uint32_t>(l3[2] << 8 | l3[3]);
-        run.cnps += cnp;
+        count4(run, a, tag, 1, static_cast<uint32_t>(l3[2] << 8 | l3[3]), cnp, now);
+    }
+
+    // Worker: counts `n` packets of one IPv4 RoCE conversation at once (`bytes` their IP
+    // lengths, `cnps` of them CNPs): `addrs` the source and destination as they lie in the
+    // packet, `qp_raw` the BTH's bytes 4..7 as they lie. The burst loop's encap hits (burst.h).
+    void add4(FlowRuns& runs, uint64_t addrs, uint32_t qp_raw, int16_t tunnel, bool decap,
+              uint32_t n, uint64_t bytes, uint32_t cnps, uint64_t now) {
+        FlowRun& run = runs.run[(qp_raw >> 24) & (FlowRuns::kEntries - 1)];
+        count4(run, addrs, tag_of(qp_raw, tunnel, decap), n, bytes, cnps, now);
     }
 
     // Worker: writes every conversation of `runs` to the table (the end of a burst). A scan of
@@ -287,6 +287,27 @@ class FlowTable {
     const FlowSlot* slot_array() const { return slots_.get(); }
 
   private:
+    // A run's tag but for the family bit.
+    static uint64_t tag_of(uint32_t qp_raw, int16_t tunnel, bool decap) {
+        return qp_raw | uint64_t{static_cast<uint16_t>(tunnel)} << 32 | uint64_t{decap} << 48 |
+               uint64_t{1} << 50;
+    }
+
+    // add() and add4() for IPv4 addresses `a` in `run` (the entry of the QP's low bits), `tag`
+    // without the IPv4 bit.
+    [[gnu::always_inline]] void count4(FlowRun& run, uint64_t a, uint64_t tag, uint32_t n,
+                                       uint64_t bytes, uint32_t cnps, uint64_t now) {
+        const uint64_t tag4 = tag | uint64_t{1} << 49;
+        if (((a ^ run.w[0]) | (tag4 ^ run.tag)) != 0) {
+            flush(run, now);
+            run.w[0] = a;
+            run.tag = tag4;
+        }
+        run.n += n;
+        run.bytes += bytes;
+        run.cnps += cnps;
+    }
+
     // add() for an IPv6 packet, `tag` without the IPv4 bit.
     __attribute__((noinline)) void add_v6(FlowRun& run, const uint8_t* l3, uint64_t tag, bool cnp,
                                           uint64_t now) {

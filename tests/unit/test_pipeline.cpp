@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 
 #include "config/config.h"
@@ -1390,6 +1391,203 @@ TEST_F(Burst, OuterDscpMapAppliedAndHitsCounted) {
     EXPECT_EQ(st->bank[0].tunnel[TunnelCounter::outer_dscp_mapped][fixed_id].get(), 2u);
     EXPECT_EQ(st->bank[0].tunnel[TunnelCounter::encap_packets][fixed_id].get(), 3u);
     for (rte_mbuf* m : out) rte_pktmbuf_free(m);
+}
+
+// The burst loop counts an encap hit in its flow entry's run and the counters once a run
+// (BurstCounters::encap_hit()): the counters, the conversation table, the frames sent and what an
+// observer sees must be those of the per-packet path (no cache), whatever the mix: hot and cold
+// flows (the cold ones push entries out of the cache mid-burst, refilled while other entries hold
+// runs), CNPs, one 5-tuple carrying two destination QPs, an IPv6 underlay (its 70-byte headers in
+// the tunnel's bytes), plain UDP, IPv6 inner frames, drops, tagged frames, and bursts up to
+// 1.5 kBurst.
+TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
+    std::string text = kConfig;
+    const std::string fixed = "outer_dscp = 34\n";
+    ASSERT_NE(text.find(fixed), std::string::npos);
+    text.replace(text.find(fixed), fixed.size(),
+                 "outer_dscp = { map = { 26 = 46 }, default = 8 }\n");
+    const Config mapped = parse_config(text, "unit.toml");
+    NeighborTable nt;
+    auto ms = build_snapshot(mapped, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, nt);
+    rte_mempool* big = rte_pktmbuf_pool_create(("unit_runs" + std::to_string(++pools)).c_str(), 255,
+                                               0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+    ASSERT_NE(big, nullptr);
+
+    // The frames, from a fixed seed.
+    std::mt19937 rng(15);
+    auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+    struct Flow {
+        std::string src, dst;
+        uint16_t sport, dport;
+        uint8_t tos, opcode;
+        uint32_t dqp;
+    };
+    const char* nets[] = {"10.20", "10.30", "10.40", "10.70"};  // Geneve/IPv4, IPv6 underlay,
+                                                                // the mapped one, no neighbour.
+    const uint8_t opcodes[] = {0x04, 0x0a, 0x81, 0x00, 0x06};
+    const uint8_t toses[] = {0, 2, 26 << 2, 26 << 2 | 1, 48 << 2 | 2};
+    auto flow = [&](bool hot) {
+        Flow f;
+        f.src = "10.10." + std::to_string(pick(4)) + "." + std::to_string(1 + pick(200));
+        f.dst = std::string(nets[hot ? pick(3) : pick(4)]) + "." + std::to_string(pick(4)) + "." +
+                std::to_string(1 + pick(200));
+        f.sport = static_cast<uint16_t>(49152 + pick(16000));
+        f.dport = pick(10) == 0 ? 9999 : 4791;
+        f.tos = toses[pick(5)];
+        f.opcode = opcodes[pick(5)];
+        f.dqp = 0x100 + pick(64);
+        return f;
+    };
+    std::vector<Flow> hot, cold;
+    for (int i = 0; i < 8; ++i) hot.push_back(flow(true));
+    for (int i = 0; i < 600; ++i) cold.push_back(flow(false));
+    std::vector<Bytes> frames;
+    for (int i = 0; i < 6000; ++i) {
+        const uint32_t r = pick(100);
+        if (r < 5) {
+            frames.push_back(roce6("fd00:10::" + std::to_string(1 + pick(9)),
+                                   "fd00:20::" + std::to_string(1 + pick(9)), toses[pick(5)],
+                                   opcodes[pick(5)]));
+            continue;
+        }
+        if (r < 7) {
+            frames.push_back(roce4("10.10.0.5", "192.0.2." + std::to_string(1 + pick(9)), 0));
+            continue;
+        }
+        if (r < 8) {
+            frames.push_back(roce4("10.10.0.5", "10.20.0.9", 0, 4, 32, 49152, 5));
+            continue;
+        }
+        const Flow& f = r < 80 ? hot[pick(8)] : cold[pick(600)];
+        // One in ten of a flow's packets to another QP: the entry's run changes hands.
+        const uint32_t dqp = pick(10) == 0 ? f.dqp + 1 : f.dqp;
+        PacketBuilder b;
+        b.eth({2, 0, 0, 0, 0x10, 1}, {2, 0, 0, 0, 0x10, 2})
+            .ipv4(f.src, f.dst, f.tos)
+            .udp(f.sport, f.dport);
+        if (f.dport == 4791) b.bth(f.opcode, dqp);
+        frames.push_back(b.payload(pick(300)).build());
+    }
+    std::vector<uint16_t> bursts;
+    for (size_t done = 0; done < frames.size();) {
+        const auto n = static_cast<uint16_t>(std::min<size_t>(
+            pick(8) == 0 ? kBurst + kBurst / 2 : 1 + pick(kBurst), frames.size() - done));
+        bursts.push_back(n);
+        done += n;
+    }
+
+    struct Seen {
+        Verdict v;
+        PacketNotes n;
+        ptrdiff_t l3 = -1, bth = -1;  // The RoCE pointers, from the frame's start.
+    };
+    struct Result {
+        std::unique_ptr<WorkerStats> st = std::make_unique<WorkerStats>();
+        std::unique_ptr<FlowTable> flows = std::make_unique<FlowTable>(8192);
+        std::vector<std::pair<uint16_t, Bytes>> sent;
+        std::vector<Seen> seen;
+    };
+    auto run = [&](bool cached, bool observed) {
+        Result res;
+        auto cache = std::make_unique<EncapCache>();
+        BurstState bs;
+        bs.flows = res.flows.get();
+        bs.encap = cached ? cache.get() : nullptr;
+        bs.now_tsc = 1;
+        auto sink = [&](uint16_t port, rte_mbuf* m) {
+            const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+            res.sent.emplace_back(port, Bytes(d, d + m->data_len));
+            rte_pktmbuf_free(m);
+        };
+        auto observe = [&](const rte_mbuf* m, const Verdict& v, const PacketNotes& n) {
+            const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+            Seen x{v, n};
+            if (n.roce_l3 != nullptr) x.l3 = n.roce_l3 - d, x.bth = n.roce_bth - d;
+            x.n.roce_l3 = x.n.roce_bth = nullptr;
+            res.seen.push_back(x);
+        };
+        size_t next = 0;
+        for (const uint16_t n : bursts) {
+            rte_mbuf* pkts[kBurst * 2];
+            for (uint16_t i = 0; i < n; ++i) {
+                const Bytes& b = frames[next + i];
+                pkts[i] = rte_pktmbuf_alloc(big);
+                std::memcpy(rte_pktmbuf_append(pkts[i], static_cast<uint16_t>(b.size())), b.data(),
+                            b.size());
+            }
+            next += n;
+            if (observed)
+                process_burst(*ms, kLan, pkts, n, *res.st, bs, sink, observe);
+            else
+                process_burst(*ms, kLan, pkts, n, *res.st, bs, sink, NoObserver{});
+            EXPECT_EQ(bs.encap_runs.n, 0u) << "no run outlives its burst";
+        }
+        return res;
+    };
+    const Result per_packet = run(false, true), hits = run(true, false), observed = run(true, true);
+
+    // The mix reached what it is about.
+    const ConfigCounters& cc = per_packet.st->bank[0];
+    uint64_t encaps = 0, cnps = 0;
+    for (size_t t = 0; t < kMaxTunnels; ++t) {
+        encaps += cc.tunnel[TunnelCounter::encap_packets][t].get();
+        cnps += cc.tunnel[TunnelCounter::cnp_encap][t].get();
+    }
+    EXPECT_GT(encaps, 4000u);
+    EXPECT_GT(cnps, 500u);
+    EXPECT_GT(cc.tunnel[TunnelCounter::encap_packets][1].get(), 500u) << "the IPv6 underlay";
+    EXPECT_GT(cc.tunnel[TunnelCounter::outer_dscp_mapped][2].get(), 200u);
+    EXPECT_GT(per_packet.st->drops[static_cast<size_t>(DropReason::no_route)].get(), 50u);
+    EXPECT_GT(per_packet.st->drops[static_cast<size_t>(DropReason::no_neighbor)].get(), 20u);
+    size_t seen_hits = 0;
+    for (const Seen& x : observed.seen) seen_hits += x.v.drop == DropReason::none;
+    EXPECT_GT(seen_hits, 4000u);
+
+    auto words = [](const WorkerStats& st) {
+        std::vector<uint64_t> w(sizeof st / 8);
+        std::memcpy(w.data(), static_cast<const void*>(&st), sizeof st);
+        return w;
+    };
+    auto table = [](const FlowTable& t) {
+        std::vector<std::tuple<FlowKey, uint64_t, uint64_t, uint64_t, int16_t, bool>> rows;
+        for (uint32_t i = 0; i < t.size(); ++i) {
+            FlowSample f;
+            if (t.read(i, f)) rows.emplace_back(f.key, f.pkts, f.bytes, f.cnps, f.tunnel, f.decap);
+        }
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+        return rows;
+    };
+    EXPECT_EQ(per_packet.flows->evictions(), 0u) << "the table holds every conversation";
+    EXPECT_GT(table(*per_packet.flows).size(), 300u);
+    for (const Result* r : {&hits, &observed}) {
+        const auto a = words(*per_packet.st), b = words(*r->st);
+        for (size_t i = 0; i < a.size(); ++i)
+            EXPECT_EQ(b[i], a[i]) << "WorkerStats word " << i << (r == &hits ? " (hits)" : "");
+        EXPECT_TRUE(table(*r->flows) == table(*per_packet.flows));
+        ASSERT_EQ(r->sent.size(), per_packet.sent.size());
+        for (size_t i = 0; i < r->sent.size(); ++i)
+            EXPECT_TRUE(r->sent[i] == per_packet.sent[i]) << i;
+    }
+    auto fields = [](const PacketNotes& n) {  // All but the RoCE pointers (Seen::l3, bth).
+        return std::make_tuple(n.class_id, n.tunnel_id, n.dscp_in, n.dscp_out, n.outer_path,
+                               n.dscp_rewritten, n.outer_remarked, n.ce_marked, n.outer_mapped,
+                               n.colour1, n.adaptive1, n.pcp_in1, n.pcp_out1, n.policer,
+                               n.pcp_mapped, n.pcp_set, n.qos_noted, n.ip_len);
+    };
+    ASSERT_EQ(observed.seen.size(), frames.size());
+    ASSERT_EQ(per_packet.seen.size(), frames.size());
+    for (size_t i = 0; i < frames.size(); ++i) {
+        const Seen &a = per_packet.seen[i], &b = observed.seen[i];
+        EXPECT_EQ(b.v.drop, a.v.drop) << i;
+        EXPECT_EQ(b.v.out_port, a.v.out_port) << i;
+        EXPECT_EQ(b.v.tx_udp6_cksum, a.v.tx_udp6_cksum) << i;
+        EXPECT_EQ(b.v.local, a.v.local) << i;
+        EXPECT_TRUE(fields(b.n) == fields(a.n)) << "notes of frame " << i;
+        EXPECT_EQ(b.l3, a.l3) << i;
+        EXPECT_EQ(b.bth, a.bth) << i;
+    }
+    rte_mempool_free(big);
 }
 
 // A DF packet too big for its tunnel gets an ICMP error, unless its sender is no unicast host
