@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "dataplane/decap.h"
+#include "dataplane/decap_hit.h"
 #include "dataplane/encap.h"
 #include "dataplane/encap_hit.h"
 #include "dataplane/flow_table.h"
@@ -47,15 +48,16 @@ struct TokenBucket {
     }
 };
 
-// The encap hits of a burst, counted per flow entry rather than per packet: the entry says
-// everything the counters need (class, tunnel, marks, CNP, the conversation's addresses), so a
-// hit adds its lengths to its entry's run (EncapFlow::run_*) and the counters see each run once,
-// at the end of the burst or when a packet of another destination QP takes the entry's run.
-// Interleaved queue pairs keep a run each. `flow`: the entries holding a run; empty between
-// bursts; a place a packet of the burst (process_burst() hands kBurst at a time at most).
-struct EncapRuns {
+// The flow-cache hits of a burst (EncapFlow, DecapFlow), counted per entry rather than per
+// packet: the entry says everything the counters need (class, tunnel, marks, CNP, the
+// conversation's addresses), so a hit adds its lengths to its entry's run (run_*) and the counters
+// see each run once, at the end of the burst or when a packet of another destination QP takes the
+// entry's run. Interleaved queue pairs keep a run each. `flow`: the entries holding a run; empty
+// between bursts; a place a packet of the burst (process_burst() hands kBurst at a time at most).
+template <typename Flow>
+struct HitRuns {
     uint16_t n = 0;
-    EncapFlow* flow[kBurst];
+    Flow* flow[kBurst];
 };
 
 // Per-worker mutable state of the burst function: the ICMP token buckets ([gateway] icmp_rate
@@ -69,7 +71,13 @@ struct BurstState {
     FlowRates* rates = nullptr;   // The worker's `adaptive` flow rates (policers run on now_tsc).
     EncapCache* encap = nullptr;  // The worker's inner IPv4 flows (encap.h); none: no cache.
     DecapCache decap;             // The worker's last decapsulation-table hit.
-    EncapRuns encap_runs;         // This burst's encap hits, not yet counted.
+    // The worker's IPv4-in-IPv4 tunnel flows (decap.h); none: no cache.
+    DecapFlowCache* decap_flows = nullptr;
+    HitRuns<EncapFlow> encap_runs;  // This burst's cache hits, not yet counted.
+    HitRuns<DecapFlow> decap_runs;
+
+    HitRuns<EncapFlow>& runs(const EncapFlow*) { return encap_runs; }
+    HitRuns<DecapFlow>& runs(const DecapFlow*) { return decap_runs; }
 };
 
 // The headers of a frame: the first cache line, and on an outer port the second, where a
@@ -194,18 +202,21 @@ class BurstCounters {
             bs.flows->add(bs.flow_runs, n.roce_l3, n.roce_bth, n.tunnel_id, kOuter, cnp,
                           bs.now_tsc);
     }
-    // An encap hit (encap_hit()) of `in_len` bytes as received, in its entry's run.
-    void encap_hit(const EncapHit& h, uint32_t in_len, BurstState& bs) {
-        EncapFlow& e = *h.flow;
+    // A flow-cache hit (encap_hit(), decap_hit()) of `in_len` bytes as received, in its entry's
+    // run.
+    template <typename Hit>
+    void hit(const Hit& h, uint32_t in_len, BurstState& bs) {
+        auto& e = *h.flow;
         if (unlikely(e.run_n == 0 || e.run_qp != h.qp)) start_run(e, h.qp, bs);
         ++e.run_n;
-        e.run_in_bytes += in_len;
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e)>, EncapFlow>)
+            e.run_in_bytes += in_len;
         e.run_ip_bytes += h.ip_len;
     }
-    // Every run to the counters: the end of the burst, and before encap_slow() may refill (and
-    // so change) an entry holding a run.
-    void encap_runs(BurstState& bs) {
-        EncapRuns& runs = bs.encap_runs;
+    // Every run of one direction's cache to the counters: the end of the burst, and before the
+    // slow way may refill (and so change) an entry holding a run.
+    template <typename Flow>
+    void hit_runs(HitRuns<Flow>& runs, BurstState& bs) {
         for (uint16_t i = 0; i < runs.n; ++i) end_run(*runs.flow[i], bs);
         runs.n = 0;
     }
@@ -227,12 +238,14 @@ class BurstCounters {
   private:
     // A run of `e` for destination QP `qp`: the entry's first of the burst, or after its run of
     // another QP.
-    __attribute__((noinline)) void start_run(EncapFlow& e, uint32_t qp, BurstState& bs) {
-        EncapRuns& runs = bs.encap_runs;
-        if (e.run_n != 0)
+    template <typename Flow>
+    __attribute__((noinline)) void start_run(Flow& e, uint32_t qp, BurstState& bs) {
+        if (e.run_n != 0) {
             end_run(e, bs);
-        else
+        } else {
+            HitRuns<Flow>& runs = bs.runs(&e);
             runs.flow[runs.n++] = &e;  // A packet each at most: process_burst() splits.
+        }
         e.run_qp = qp;
     }
     // What processed<false>() and forwarded<false>() count of each packet, for the run's packets.
@@ -257,6 +270,28 @@ class BurstCounters {
         }
         e.run_n = 0;
         e.run_in_bytes = e.run_ip_bytes = 0;
+    }
+    // What processed<true>() and forwarded<true>() count of each packet, for the run's packets.
+    void end_run(DecapFlow& e, BurstState& bs) {
+        const uint32_t n = e.run_n;
+        if (n == 0) return;
+        const PacketNotes& notes = e.notes;
+        const auto t = static_cast<size_t>(notes.tunnel_id);
+        if (notes.dscp_rewritten) rewrites_ += n;
+        // Each packet left as its inner Ethernet header and IP packet.
+        decaps_.add(t, e.run_ip_bytes + uint64_t{n} * wire::kEthLen, n);
+        if (unlikely(notes.qos_noted)) st_.dataplane[DataplaneCounter::pcp_rewrites][0].add(n);
+        if (notes.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].add(n);
+        if (notes.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].add(n);
+        if (e.roce) {
+            const bool cnp = (e.inner_rest >> 40 & 0xff) == kBthOpcodeCnp;  // The key's opcode.
+            if (cnp) cc_.tunnel[TunnelCounter::cnp_decap][t].add(n);
+            if (bs.flows != nullptr)
+                bs.flows->add4(bs.flow_runs, e.inner_addrs, e.run_qp, notes.tunnel_id, true, n,
+                               e.run_ip_bytes, cnp ? n : 0, bs.now_tsc);
+        }
+        e.run_n = 0;
+        e.run_ip_bytes = 0;
     }
 
     WorkerStats& st_;
@@ -285,6 +320,15 @@ inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint1
     return true;
 }
 
+// The direction's flow-cache hit (decap_hit(), encap_hit()).
+template <bool kOuter>
+[[gnu::always_inline]] inline auto flow_cache_hit(uint16_t rx_port, Frame& f, BurstState& bs) {
+    if constexpr (kOuter)
+        return decap_fast::decap_hit(rx_port, f, *bs.decap_flows);
+    else
+        return encap_fast::encap_hit(rx_port, f, *bs.encap);
+}
+
 // The observer of workers: none, so that the burst loop builds no notes for it.
 struct NoObserver {
     void operator()(const rte_mbuf*, const Verdict&, const PacketNotes&) const {}
@@ -299,40 +343,54 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
     uint64_t rx_bytes = 0;
     BurstCounters count(st, s.bank);
     DecapCache& decap_cache = bs.decap;
-    // The snapshot may change between bursts.
-    if constexpr (kOuter)
+    // The snapshot may change between bursts. `flows`: the direction's flow cache, if it has one
+    // and it may hold any flow (decap: DecapFlowCache::useful).
+    const void* flows = nullptr;
+    if constexpr (kOuter) {
         decap_cache.bind(s);
-    else if (bs.encap != nullptr)
+        if (bs.decap_flows != nullptr) {
+            decap_fast::decap_cache_bind(*bs.decap_flows, s);
+            if (bs.decap_flows->useful) flows = bs.decap_flows;
+        }
+    } else if (bs.encap != nullptr) {
         encap_fast::encap_cache_bind(*bs.encap, s);
+        flows = bs.encap;
+    }
+    auto& hit_runs =
+        bs.runs(static_cast<std::conditional_t<kOuter, DecapFlow, EncapFlow>*>(nullptr));
     for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (uint16_t i = 0; i < n; ++i) {
         if (i + kPrefetchAhead < n) prefetch_headers(pkts[i + kPrefetchAhead], kOuter);
         rte_mbuf* m = pkts[i];
         const uint32_t in_len = m->pkt_len;
         rx_bytes += in_len;
-        if constexpr (!kOuter) {
-            // An encap hit: counted in its run (BurstCounters::encap_hit()), its notes built
-            // only for an observer.
-            if (likely(bs.encap != nullptr && m->nb_segs == 1)) {
-                Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m)};
-                const EncapHit h = encap_fast::encap_hit(rx_port, f, *bs.encap);
-                if (likely(h.flow != nullptr)) {
-                    const EncapFlow& e = *h.flow;
-                    frame_to_mbuf(f, m);
+        // A flow-cache hit: counted in its entry's run (BurstCounters::hit()), its notes built
+        // only for an observer.
+        if (likely(flows != nullptr && m->nb_segs == 1)) {
+            Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
+                    kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
+            const auto h = flow_cache_hit<kOuter>(rx_port, f, bs);
+            if (likely(h.flow != nullptr)) {
+                const auto& e = *h.flow;
+                frame_to_mbuf(f, m);
+                if constexpr (!kOuter)
                     if (unlikely(e.offload)) set_udp6_cksum_offload(m);
-                    count.encap_hit(h, in_len, bs);
-                    if constexpr (!std::is_same_v<std::remove_cvref_t<Observer>, NoObserver>) {
-                        Outcome o;
+                count.hit(h, in_len, bs);
+                if constexpr (!std::is_same_v<std::remove_cvref_t<Observer>, NoObserver>) {
+                    Outcome o;
+                    if constexpr (kOuter)
+                        decap_hit_outcome(e, f, o);
+                    else
                         encap_hit_outcome(e, f, o);
-                        observe(static_cast<const rte_mbuf*>(m), o, o);
-                    }
-                    if (s.shaped_ports >> e.out_port & 1u)
-                        sched_note(m, kSchedEncap, e.notes.class_id, e.notes.tunnel_id);
-                    sink(e.out_port, m);
-                    continue;
+                    observe(static_cast<const rte_mbuf*>(m), o, o);
                 }
-                if (bs.encap_runs.n != 0) count.encap_runs(bs);
+                if (s.shaped_ports >> e.out_port & 1u)
+                    sched_note(m, kOuter ? kSchedDecap : kSchedEncap, e.notes.class_id,
+                               e.notes.tunnel_id);
+                sink(e.out_port, m);
+                continue;
             }
+            if (hit_runs.n != 0) count.hit_runs(hit_runs, bs);
         }
         Outcome o;  // The verdict and the notes, both filled by the path.
         Verdict& v = o;
@@ -344,9 +402,11 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
                     kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
             // The common case in few steps (the shortcut takes it or leaves it untouched).
+            // No hit (above): the slow way, or without a cache the whole shortcut.
             if constexpr (kOuter)
-                plain = decap_plain(s, rx_port, f, o, &decap_cache);
-            else  // No hit (above): the slow way, or without a cache the whole shortcut.
+                plain = decap_slow(s, rx_port, f, o, &decap_cache,
+                                   flows != nullptr ? bs.decap_flows : nullptr);
+            else
                 plain = encap_slow(s, rx_port, f, o, bs.encap);
             if (unlikely(!plain)) {
                 if constexpr (kOuter)
@@ -399,8 +459,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
             sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
         sink(v.out_port, m);
     }
-    if constexpr (!kOuter)
-        if (bs.encap_runs.n != 0) count.encap_runs(bs);
+    if (hit_runs.n != 0) count.hit_runs(hit_runs, bs);
     count.flush(rx_port, n, rx_bytes);
     if (bs.flows != nullptr) bs.flows->flush(bs.flow_runs, bs.now_tsc);
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "dataplane/cksum.h"
+#include "dataplane/decap_hit.h"
 #include "dataplane/local.h"
 #include "dataplane/neighbor.h"
 #include "dataplane/wire.h"
@@ -17,6 +18,7 @@
 namespace dscpgw {
 
 using namespace wire;
+using namespace decap_fast;
 
 namespace {
 
@@ -98,10 +100,6 @@ const PortConf::TunnelUdpPort* tunnel_udp_port(const PortConf& port, uint16_t dp
     uint32_t sum = __rte_raw_cksum(ip + kIpv6SrcOff, 32, 0) +
                    rte_cpu_to_be_16(static_cast<uint16_t>(udp_len)) + rte_cpu_to_be_16(kProtoUdp);
     return fold(raw_sum(udp, udp_len, sum)) == 0xffff;
-}
-
-bool ieee_link_local(const uint8_t* dst_mac) {
-    return load32(dst_mac) == 0x0180c200u && dst_mac[4] == 0 && (dst_mac[5] & 0xf0) == 0;
 }
 
 // The decapsulation table itself, filling the caller's cache when it keeps one.
@@ -342,9 +340,8 @@ Verdict outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes
     return v;
 }
 
-}  // namespace
-
-bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache) {
+// decap_plain() without the flow cache: both parses, the tunnel, the tail.
+bool decap_parsed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache) {
     Verdict& v = o;
     PacketNotes& n = o;
     ParsedPacket outer;
@@ -381,6 +378,81 @@ bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Deca
     return true;
 }
 
+// Records what the slow way decided for the flow of key `k` (its inner TOS now `tos`, its
+// notes `n`) in its set `set`, as encap_fill() does.
+__attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k, const Snapshot& s,
+                                          uint16_t rx_port, const PacketNotes& n, uint8_t tos) {
+    static_assert(DecapFlowCache::kWays == 2);
+    DecapFlow* way = &set[0];
+    if (decap_flow_is(set[1], k) || (set[1].outer_rest == 0 && !decap_flow_is(set[0], k)))
+        way = &set[1];
+    else if (set[0].outer_rest != 0 && !decap_flow_is(set[0], k))
+        set[1] = set[0];
+    DecapFlow& e = *way;
+    const TunnelConf& t = s.tunnels[static_cast<size_t>(n.tunnel_id)];
+    e.outer_addrs = k.w[0];
+    e.inner_addrs = k.w[1];
+    e.inner_rest = k.w[2];
+    e.tunnel_hdr = k.w[3];
+    e.outer_rest = k.w[4];
+    e.port_mtu = s.ports[rx_port].mtu;
+    e.inner_mtu = t.inner_mtu;
+    e.tos = tos;
+    e.roce = n.roce_bth != nullptr;
+    // The key's inner TOS is the one received; the inner IP header's first byte is 0x45.
+    const auto tos_in = static_cast<uint8_t>(k.w[2] >> 32);
+    e.tos_delta = tos_in == tos ? 0 : ipv4_tos_csum_delta(0x45, tos_in, tos);
+    e.out_port = t.inner_port;
+    e.notes = n;
+    e.notes.roce_l3 = e.notes.roce_bth = nullptr;
+}
+
+}  // namespace
+
+// Everything but a hit; a success on a frame of the cache's form, to a LAN the cache serves,
+// fills the flow's entry.
+bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
+                DecapFlowCache* flows) {
+    DecapFlowKey key;
+    uint32_t total, itotal;
+    bool bth;
+    uint8_t* const d = f.data;
+    if (flows == nullptr || !flows->useful ||
+        !decap_raw_key(d, f.len, rx_port, key, total, itotal, bth))
+        return decap_parsed(s, rx_port, f, o, cache);
+    if (!decap_parsed(s, rx_port, f, o, cache)) return false;
+    // The inner frame where the key read it (an eight-byte tunnel header), and a LAN the cache
+    // serves (DecapFlow).
+    const PortConf& lan = s.ports[s.tunnels[static_cast<size_t>(o.tunnel_id)].inner_port];
+    if (f.data == d + kInnerOff && lan.vlan == 0 && !lan.has_ipv4 && !lan.has_ipv6)
+        decap_fill(decap_flow_set(*flows, key), key, s, rx_port, o, f.data[kEthLen + kIpv4TosOff]);
+    return true;
+}
+
+void decap_hit_outcome(const DecapFlow& e, const Frame& f, Outcome& o) {
+    PacketNotes& n = o;
+    n = e.notes;
+    if (e.roce) {  // note_roce() for the untagged IPv4 inner frame.
+        n.roce_l3 = f.data + kEthLen;
+        n.roce_bth = f.data + kEthLen + kIpv4Len + kUdpLen;
+    }
+    o.out_port = e.out_port;
+}
+
+bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
+                 DecapFlowCache* flows) {
+    if (flows != nullptr) {
+        decap_cache_bind(*flows, s);
+        if (flows->useful) {
+            if (const DecapHit h = decap_hit(rx_port, f, *flows); h.flow != nullptr) {
+                decap_hit_outcome(*h.flow, f, o);
+                return true;
+            }
+        }
+    }
+    return decap_slow(s, rx_port, f, o, cache, flows);
+}
+
 Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
                               DecapCache* cache) {
     notes = PacketNotes{};
@@ -390,9 +462,9 @@ Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
 }
 
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
-                      DecapCache* cache) {
+                      DecapCache* cache, DecapFlowCache* flows) {
     Outcome o;
-    if (decap_plain(s, rx_port, f, o, cache)) {
+    if (decap_plain(s, rx_port, f, o, cache, flows)) {
         notes = o;
         return o;
     }

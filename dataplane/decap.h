@@ -5,6 +5,59 @@
 
 namespace dscpgw {
 
+// What the shortcut decided for one flow of IPv4 in IPv4 tunnel traffic, so that its next packets
+// skip both parses, the tunnel lookup, RFC 6040 and the DSCP policy (the decap side of the
+// EncapCache, encap.h). The key is everything of the frame those steps read: the outer addresses,
+// TOS and UDP destination port, the tunnel header's eight bytes, the inner addresses, TOS, UDP
+// ports and BTH opcode, and the receiving port; not the outer UDP source port (the far end's
+// entropy), which nothing decides by. Checked again on every hit: the lengths (outer against the
+// frame and the port's MTU, UDP against the outer, inner against the UDP payload and the tunnel's
+// inner MTU), the outer header checksum, and the inner destination MAC (no IEEE link-local).
+// Only flows to an untagged transparent LAN are kept: a routed LAN's host MAC is learned and may
+// move to another slot, and a tagged LAN's PCP is written per packet (both take the slow way).
+struct alignas(64) DecapFlow {
+    // Key: the outer IPv4 source and destination, the inner ones, as they lie in the frame.
+    uint64_t outer_addrs = 0, inner_addrs = 0;
+    // Key: the inner UDP ports as they lie | inner TOS << 32 | BTH opcode << 40 (0 without a BTH)
+    // | outer TOS << 48 | receiving port << 56.
+    uint64_t inner_rest = 0;
+    uint64_t tunnel_hdr = 0;  // Key: the VXLAN or Geneve header as it lies.
+    uint64_t outer_rest = 0;  // Key: the outer UDP destination port as it lies | 1 << 63; 0: free.
+    uint32_t port_mtu = 0;    // The receiving port's MTU: the outer IP length's limit.
+    uint32_t inner_mtu = 0;   // The tunnel's: the inner IP length's limit.
+    uint8_t tos = 0;          // The inner TOS sent.
+    bool roce = false;        // The inner packet carries a BTH (UDP 4791).
+    // The inner header checksum's change for the key's inner TOS -> tos, 0 when it is kept.
+    uint16_t tos_delta = 0;
+    uint16_t out_port = 0;  // The tunnel's inner port.
+    // The burst loop's run of this flow's hits, as EncapFlow's (burst.h) but for the bytes as
+    // received, which no decap counter needs; zero between bursts. In the key's line, as
+    // everything a hit reads or writes.
+    uint16_t run_n = 0;
+    uint32_t run_qp = 0;
+    uint32_t run_ip_bytes = 0;
+    PacketNotes notes;  // The packet's notes but for its RoCE pointers.
+};
+static_assert(sizeof(DecapFlow) == 128, "two cache lines an entry");
+
+// A worker's DecapFlows, as EncapCache: two-way sets chosen by a hash of the key, bound to one
+// snapshot (generation and address). 32 KB.
+struct DecapFlowCache {
+    static constexpr unsigned kSetBits = 7, kWays = 2;
+    const Snapshot* snap = nullptr;
+    uint64_t generation = 0;
+    bool useful = false;  // Some tunnel's flows can be kept (decap_fast::decap_cache_bind()).
+    DecapFlow flow[kWays << kSetBits];
+};
+
+// What decap_fast::decap_hit() found: the flow, and of the packet its inner IPv4 total length and,
+// for RoCE, its BTH's bytes 4..7 as they lie.
+struct DecapHit {
+    DecapFlow* flow = nullptr;  // None: not a hit, and nothing written.
+    uint32_t ip_len = 0;
+    uint32_t qp = 0;
+};
+
 // The general path: every frame an outer port can receive (ARP/ND and echo for the VTEP, every
 // drop with its reason).
 Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
@@ -12,6 +65,15 @@ Verdict process_outer_general(const Snapshot& s, uint16_t rx_port, Frame& f, Pac
 // The shortcut: process_outer_general() for plain IPv4/IPv6 UDP outer and inner packets to this
 // VTEP from a known tunnel that are delivered. Like encap_plain(), it writes nothing unless it
 // takes the packet, declines every drop and unusual case, and shares the general path's tail.
-bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache);
+// `flows`: the worker's DecapFlowCache (above), or none: with one, a hit is done from its entry
+// (decap_fast::decap_hit(), decap_hit.h) and a success of the slow way fills an entry.
+bool decap_plain(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
+                 DecapFlowCache* flows = nullptr);
+// decap_plain() but for the hit, for the burst loop (which tries decap_hit() itself); the cache
+// bound to `s` (decap_fast::decap_cache_bind()).
+bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
+                DecapFlowCache* flows);
+// The verdict and notes decap_plain() gives a hit of `e`, `f` the frame as decap_hit() left it.
+void decap_hit_outcome(const DecapFlow& e, const Frame& f, Outcome& o);
 
 }  // namespace dscpgw

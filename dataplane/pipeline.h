@@ -15,6 +15,7 @@ namespace dscpgw {
 
 struct QosClock;
 struct EncapCache;
+struct DecapFlowCache;
 
 // What the receiving device found of a frame's checksums, where it checked them: the mbuf's RX
 // verdict bits as they lie there, shifted down three (rx_cksum_bits(), burst.h). GOOD sets a
@@ -131,16 +132,17 @@ struct DecapCache {
 // `ecache`: the worker's exact-match cache of inner IPv4 flows (encap.h), or none.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
                       const QosClock* qos = nullptr, EncapCache* ecache = nullptr);
+// `dflows`: the worker's exact-match cache of IPv4-in-IPv4 tunnel flows (decap.h), or none.
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
-                      DecapCache* cache = nullptr);
+                      DecapCache* cache = nullptr, DecapFlowCache* dflows = nullptr);
 
 inline Outcome process_packet(const Snapshot& s, uint16_t rx_port, Frame& f,
                               DecapCache* cache = nullptr, const QosClock* qos = nullptr,
-                              EncapCache* ecache = nullptr) {
+                              EncapCache* ecache = nullptr, DecapFlowCache* dflows = nullptr) {
     Outcome o;
     static_cast<Verdict&>(o) = s.ports[rx_port].role == PortRole::inner
                                    ? process_inner(s, rx_port, f, o, qos, ecache)
-                                   : process_outer(s, rx_port, f, o, cache);
+                                   : process_outer(s, rx_port, f, o, cache, dflows);
     return o;
 }
 

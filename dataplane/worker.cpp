@@ -142,8 +142,11 @@ int worker_main(void* arg) {
     // The `adaptive` rules' flow rates: this worker's, allocated once before the loop.
     FlowRates rates(kAdaptiveFlows, rte_get_tsc_hz());
     bs.rates = &rates;
-    EncapCache encap;  // On this thread's stack: its memory is the worker's NUMA node's.
+    // The flow caches, on this thread's stack: their memory is the worker's NUMA node's.
+    EncapCache encap;
     bs.encap = &encap;
+    DecapFlowCache decap_flows;
+    bs.decap_flows = &decap_flows;
     WorkerStats& st = *c.stats;
     rte_rcu_qsbr_thread_register(c.rcu, c.queue);
     rte_rcu_qsbr_thread_online(c.rcu, c.queue);

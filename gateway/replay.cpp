@@ -232,6 +232,7 @@ int cmd_replay(const ReplayOptions& o) {
         std::vector<std::unique_ptr<WorkerStats>> stats;
         std::vector<std::unique_ptr<FlowRates>> rates;
         std::vector<std::unique_ptr<EncapCache>> encap;
+        std::vector<std::unique_ptr<DecapFlowCache>> decap;
         std::vector<BurstState> bs(nw);
         const uint64_t hz = rte_get_tsc_hz();
         for (unsigned w = 0; w < nw; ++w) {
@@ -240,6 +241,8 @@ int cmd_replay(const ReplayOptions& o) {
             bs[w].rates = rates.back().get();
             encap.push_back(std::make_unique<EncapCache>());
             bs[w].encap = encap.back().get();
+            decap.push_back(std::make_unique<DecapFlowCache>());
+            bs[w].decap_flows = decap.back().get();
         }
         const uint32_t max_frame = kDataRoom - RTE_PKTMBUF_HEADROOM;
         struct Tx {

@@ -6,8 +6,8 @@
 // stops the run. It also holds the shortcuts to their reference: the straight-line parse of plain
 // IPv4/UDP must equal the general parser's result, the plain-IPv4 encapsulation and decapsulation
 // must equal the general paths', and a packet processed with a per-burst decap cache that has just
-// seen it, or with a worker's encap flow cache that every earlier input of its config has filled,
-// must come out as it does without one. Bit 5 of the second byte picks a config whose
+// seen it, and with a worker's encap and decap flow caches that every earlier input of its config
+// has filled, must come out as it does without them. Bit 5 of the second byte picks a config whose
 // ports are shaped with queues that mark CE (dataplane/sched.h): a forwarded frame is then queued
 // twice (the second marked or dropped) and dequeued, as the workers' egress stage does.
 #include <cstdint>
@@ -34,6 +34,7 @@ const dscpgw::Snapshot* g_snaps[4] = {};
 // One per config, kept across inputs: an input may hit an entry an earlier one left (another
 // length, headroom, TTL or checksum on the same flow), and must still come out as without it.
 dscpgw::EncapCache g_encap[4];
+dscpgw::DecapFlowCache g_decap[4];
 rte_mempool* g_pool = nullptr;
 uint64_t g_now = 0;
 
@@ -140,7 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int i = 0; i < 2; ++i) {
         std::memcpy(cached.get() + headroom, data + 1, len);
         fc = dscpgw::Frame{cached.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
-        vc = dscpgw::process_packet(*g_snap, port, fc, &cache, nullptr, &g_encap[config]);
+        vc = dscpgw::process_packet(*g_snap, port, fc, &cache, nullptr, &g_encap[config],
+                                    &g_decap[config]);
     }
     dscpgw::Frame f{buf.get() + headroom, static_cast<uint32_t>(len), headroom, rx_cksum};
     dscpgw::Outcome v = dscpgw::process_packet(*g_snap, port, f);

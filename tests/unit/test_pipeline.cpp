@@ -1393,13 +1393,127 @@ TEST_F(Burst, OuterDscpMapAppliedAndHitsCounted) {
     for (rte_mbuf* m : out) rte_pktmbuf_free(m);
 }
 
+// The flow caches' hits against the per-packet path, for the burst tests below: `frames` (with
+// the device's RX flags `ol`) through process_burst() in bursts of the given sizes, with the
+// worker's caches or without, with an observer or without (workers: NoObserver).
+struct CacheRun {
+    struct Seen {
+        Verdict v;
+        PacketNotes n;
+        ptrdiff_t l3 = -1, bth = -1;  // The RoCE pointers, from the frame's start.
+    };
+    std::unique_ptr<WorkerStats> st = std::make_unique<WorkerStats>();
+    std::unique_ptr<FlowTable> flows = std::make_unique<FlowTable>(8192);
+    std::unique_ptr<EncapCache> encap = std::make_unique<EncapCache>();
+    std::unique_ptr<DecapFlowCache> decap = std::make_unique<DecapFlowCache>();
+    std::vector<std::pair<uint16_t, Bytes>> sent;
+    std::vector<Seen> seen;
+};
+
+CacheRun run_bursts(const Snapshot& s, uint16_t port, const std::vector<Bytes>& frames,
+                    const std::vector<uint64_t>& ol, const std::vector<uint16_t>& bursts,
+                    bool cached, bool observed, rte_mempool* pool) {
+    CacheRun res;
+    BurstState bs;
+    bs.flows = res.flows.get();
+    bs.encap = cached ? res.encap.get() : nullptr;
+    bs.decap_flows = cached ? res.decap.get() : nullptr;
+    bs.now_tsc = 1;
+    auto sink = [&](uint16_t out, rte_mbuf* m) {
+        const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+        res.sent.emplace_back(out, Bytes(d, d + m->data_len));
+        rte_pktmbuf_free(m);
+    };
+    auto observe = [&](const rte_mbuf* m, const Verdict& v, const PacketNotes& n) {
+        const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+        CacheRun::Seen x{v, n};
+        if (n.roce_l3 != nullptr) x.l3 = n.roce_l3 - d, x.bth = n.roce_bth - d;
+        x.n.roce_l3 = x.n.roce_bth = nullptr;
+        res.seen.push_back(x);
+    };
+    size_t next = 0;
+    for (const uint16_t n : bursts) {
+        std::vector<rte_mbuf*> pkts(n);
+        for (uint16_t i = 0; i < n; ++i) {
+            const Bytes& b = frames[next + i];
+            pkts[i] = rte_pktmbuf_alloc(pool);
+            std::memcpy(rte_pktmbuf_append(pkts[i], static_cast<uint16_t>(b.size())), b.data(),
+                        b.size());
+            pkts[i]->ol_flags = ol.empty() ? 0 : ol[next + i];
+        }
+        next += n;
+        if (observed)
+            process_burst(s, port, pkts.data(), n, *res.st, bs, sink, observe);
+        else
+            process_burst(s, port, pkts.data(), n, *res.st, bs, sink, NoObserver{});
+        EXPECT_EQ(bs.encap_runs.n + bs.decap_runs.n, 0) << "no run outlives its burst";
+    }
+    return res;
+}
+
+// Burst sizes for `frames` frames: 1 to kBurst, and one in eight 1.5 kBurst (process_burst()
+// splits it).
+std::vector<uint16_t> random_bursts(std::mt19937& rng, size_t frames) {
+    std::vector<uint16_t> bursts;
+    for (size_t done = 0; done < frames;) {
+        const auto n = static_cast<uint16_t>(std::min<size_t>(
+            rng() % 8 == 0 ? kBurst + kBurst / 2 : 1 + rng() % kBurst, frames - done));
+        bursts.push_back(n);
+        done += n;
+    }
+    return bursts;
+}
+
+// `r` counted, sent and observed exactly what the per-packet path `ref` did.
+void expect_as_per_packet(const CacheRun& ref, const CacheRun& r, size_t frames) {
+    auto words = [](const WorkerStats& st) {
+        std::vector<uint64_t> w(sizeof st / 8);
+        std::memcpy(w.data(), static_cast<const void*>(&st), sizeof st);
+        return w;
+    };
+    auto table = [](const FlowTable& t) {
+        std::vector<std::tuple<FlowKey, uint64_t, uint64_t, uint64_t, int16_t, bool>> rows;
+        for (uint32_t i = 0; i < t.size(); ++i) {
+            FlowSample f;
+            if (t.read(i, f)) rows.emplace_back(f.key, f.pkts, f.bytes, f.cnps, f.tunnel, f.decap);
+        }
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+        return rows;
+    };
+    auto fields = [](const PacketNotes& n) {  // All but the RoCE pointers (Seen::l3, bth).
+        return std::make_tuple(n.class_id, n.tunnel_id, n.dscp_in, n.dscp_out, n.outer_path,
+                               n.dscp_rewritten, n.outer_remarked, n.ce_marked, n.outer_mapped,
+                               n.colour1, n.adaptive1, n.pcp_in1, n.pcp_out1, n.policer,
+                               n.pcp_mapped, n.pcp_set, n.qos_noted, n.ip_len);
+    };
+    EXPECT_EQ(ref.flows->evictions(), 0u) << "the table holds every conversation";
+    const auto a = words(*ref.st), b = words(*r.st);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(b[i], a[i]) << "WorkerStats word " << i;
+    EXPECT_TRUE(table(*r.flows) == table(*ref.flows));
+    ASSERT_EQ(r.sent.size(), ref.sent.size());
+    for (size_t i = 0; i < r.sent.size(); ++i) EXPECT_TRUE(r.sent[i] == ref.sent[i]) << i;
+    if (r.seen.empty()) return;
+    ASSERT_EQ(r.seen.size(), frames);
+    ASSERT_EQ(ref.seen.size(), frames);
+    for (size_t i = 0; i < frames; ++i) {
+        const CacheRun::Seen &x = ref.seen[i], &y = r.seen[i];
+        EXPECT_EQ(y.v.drop, x.v.drop) << i;
+        EXPECT_EQ(y.v.out_port, x.v.out_port) << i;
+        EXPECT_EQ(y.v.tx_udp6_cksum, x.v.tx_udp6_cksum) << i;
+        EXPECT_EQ(y.v.local, x.v.local) << i;
+        EXPECT_TRUE(fields(y.n) == fields(x.n)) << "notes of frame " << i;
+        EXPECT_EQ(y.l3, x.l3) << i;
+        EXPECT_EQ(y.bth, x.bth) << i;
+    }
+}
+
 // The burst loop counts an encap hit in its flow entry's run and the counters once a run
-// (BurstCounters::encap_hit()): the counters, the conversation table, the frames sent and what an
+// (BurstCounters::hit()): the counters, the conversation table, the frames sent and what an
 // observer sees must be those of the per-packet path (no cache), whatever the mix: hot and cold
 // flows (the cold ones push entries out of the cache mid-burst, refilled while other entries hold
 // runs), CNPs, one 5-tuple carrying two destination QPs, an IPv6 underlay (its 70-byte headers in
-// the tunnel's bytes), plain UDP, IPv6 inner frames, drops, tagged frames, and bursts up to
-// 1.5 kBurst.
+// the tunnel's bytes), plain UDP, IPv6 inner frames, drops, tagged frames, and bursts over kBurst.
 TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
     std::string text = kConfig;
     const std::string fixed = "outer_dscp = 34\n";
@@ -1468,63 +1582,10 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
         if (f.dport == 4791) b.bth(f.opcode, dqp);
         frames.push_back(b.payload(pick(300)).build());
     }
-    std::vector<uint16_t> bursts;
-    for (size_t done = 0; done < frames.size();) {
-        const auto n = static_cast<uint16_t>(std::min<size_t>(
-            pick(8) == 0 ? kBurst + kBurst / 2 : 1 + pick(kBurst), frames.size() - done));
-        bursts.push_back(n);
-        done += n;
-    }
-
-    struct Seen {
-        Verdict v;
-        PacketNotes n;
-        ptrdiff_t l3 = -1, bth = -1;  // The RoCE pointers, from the frame's start.
-    };
-    struct Result {
-        std::unique_ptr<WorkerStats> st = std::make_unique<WorkerStats>();
-        std::unique_ptr<FlowTable> flows = std::make_unique<FlowTable>(8192);
-        std::vector<std::pair<uint16_t, Bytes>> sent;
-        std::vector<Seen> seen;
-    };
-    auto run = [&](bool cached, bool observed) {
-        Result res;
-        auto cache = std::make_unique<EncapCache>();
-        BurstState bs;
-        bs.flows = res.flows.get();
-        bs.encap = cached ? cache.get() : nullptr;
-        bs.now_tsc = 1;
-        auto sink = [&](uint16_t port, rte_mbuf* m) {
-            const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-            res.sent.emplace_back(port, Bytes(d, d + m->data_len));
-            rte_pktmbuf_free(m);
-        };
-        auto observe = [&](const rte_mbuf* m, const Verdict& v, const PacketNotes& n) {
-            const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-            Seen x{v, n};
-            if (n.roce_l3 != nullptr) x.l3 = n.roce_l3 - d, x.bth = n.roce_bth - d;
-            x.n.roce_l3 = x.n.roce_bth = nullptr;
-            res.seen.push_back(x);
-        };
-        size_t next = 0;
-        for (const uint16_t n : bursts) {
-            rte_mbuf* pkts[kBurst * 2];
-            for (uint16_t i = 0; i < n; ++i) {
-                const Bytes& b = frames[next + i];
-                pkts[i] = rte_pktmbuf_alloc(big);
-                std::memcpy(rte_pktmbuf_append(pkts[i], static_cast<uint16_t>(b.size())), b.data(),
-                            b.size());
-            }
-            next += n;
-            if (observed)
-                process_burst(*ms, kLan, pkts, n, *res.st, bs, sink, observe);
-            else
-                process_burst(*ms, kLan, pkts, n, *res.st, bs, sink, NoObserver{});
-            EXPECT_EQ(bs.encap_runs.n, 0u) << "no run outlives its burst";
-        }
-        return res;
-    };
-    const Result per_packet = run(false, true), hits = run(true, false), observed = run(true, true);
+    const std::vector<uint16_t> bursts = random_bursts(rng, frames.size());
+    const CacheRun per_packet = run_bursts(*ms, kLan, frames, {}, bursts, false, true, big);
+    const CacheRun hits = run_bursts(*ms, kLan, frames, {}, bursts, true, false, big);
+    const CacheRun observed = run_bursts(*ms, kLan, frames, {}, bursts, true, true, big);
 
     // The mix reached what it is about.
     const ConfigCounters& cc = per_packet.st->bank[0];
@@ -1539,54 +1600,151 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
     EXPECT_GT(cc.tunnel[TunnelCounter::outer_dscp_mapped][2].get(), 200u);
     EXPECT_GT(per_packet.st->drops[static_cast<size_t>(DropReason::no_route)].get(), 50u);
     EXPECT_GT(per_packet.st->drops[static_cast<size_t>(DropReason::no_neighbor)].get(), 20u);
-    size_t seen_hits = 0;
-    for (const Seen& x : observed.seen) seen_hits += x.v.drop == DropReason::none;
-    EXPECT_GT(seen_hits, 4000u);
+    // And the cache took most of it: the frames again, against the warm cache.
+    size_t cached = 0;
+    encap_fast::encap_cache_bind(*hits.encap, *ms);
+    for (const Bytes& b : frames) {
+        test::TestFrame t(b);
+        cached += encap_fast::encap_hit(kLan, t.frame, *hits.encap).flow != nullptr;
+    }
+    EXPECT_GT(cached, 4000u);
 
-    auto words = [](const WorkerStats& st) {
-        std::vector<uint64_t> w(sizeof st / 8);
-        std::memcpy(w.data(), static_cast<const void*>(&st), sizeof st);
-        return w;
+    expect_as_per_packet(per_packet, hits, frames.size());
+    expect_as_per_packet(per_packet, observed, frames.size());
+    rte_mempool_free(big);
+}
+
+// The same for decap hits (DecapFlowCache): hot and cold flows over four IPv4 tunnels (Geneve and
+// VXLAN, one that copies the outer DSCP and ignores ECN), outer TOS
+// bleached, kept or CE-marked over every inner ECN, CNPs, two QPs a flow, and what must not hit:
+// wrong outer checksums (and the device's verdicts both ways), IEEE link-local inner
+// destinations, Geneve options (one critical, one mimicking a frame), an unknown VNI, truncated and
+// padded frames, inner IPv6, an IPv6 underlay, inner packets over the LAN's MTU.
+TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
+    rte_mempool* big = rte_pktmbuf_pool_create(("unit_runs" + std::to_string(++pools)).c_str(), 255,
+                                               0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+    ASSERT_NE(big, nullptr);
+    std::mt19937 rng(16);
+    auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+    struct Tunnel {
+        const char* remote;
+        uint16_t port;
+        uint32_t vni;
     };
-    auto table = [](const FlowTable& t) {
-        std::vector<std::tuple<FlowKey, uint64_t, uint64_t, uint64_t, int16_t, bool>> rows;
-        for (uint32_t i = 0; i < t.size(); ++i) {
-            FlowSample f;
-            if (t.read(i, f)) rows.emplace_back(f.key, f.pkts, f.bytes, f.cnps, f.tunnel, f.decap);
+    // g4, fixed (copy-outer, ecn off), narrow, nh4.
+    const Tunnel tunnels[] = {{"198.18.7.7", 6081, 100},
+                              {"198.18.7.8", 4789, 300},
+                              {"198.18.7.5", 6081, 600},
+                              {"198.18.7.9", 6081, 700}};
+    struct Flow {
+        const Tunnel* t;
+        std::string src, dst;
+        uint16_t sport, dport;
+        uint8_t tos, opcode;
+        uint32_t dqp;
+    };
+    const uint8_t opcodes[] = {0x04, 0x0a, 0x81, 0x00, 0x06};
+    const uint8_t inner_toses[] = {0, 1, 2, 3, 26 << 2 | 2, 26 << 2 | 1, 48 << 2, 46 << 2 | 3};
+    const uint8_t outer_toses[] = {0, 2, 3, 26 << 2, 26 << 2 | 2, 26 << 2 | 3, 34 << 2, 48 << 2};
+    auto flow = [&]() {
+        Flow f;
+        f.t = &tunnels[pick(4)];
+        f.src = "10.20." + std::to_string(pick(4)) + "." + std::to_string(1 + pick(200));
+        f.dst = "10.10." + std::to_string(pick(4)) + "." + std::to_string(1 + pick(200));
+        f.sport = static_cast<uint16_t>(49152 + pick(16000));
+        f.dport = pick(10) == 0 ? 9999 : 4791;
+        f.tos = inner_toses[pick(8)];
+        f.opcode = opcodes[pick(5)];
+        f.dqp = 0x100 + pick(64);
+        return f;
+    };
+    std::vector<Flow> hot, cold;
+    for (int i = 0; i < 8; ++i) hot.push_back(flow());
+    for (int i = 0; i < 600; ++i) cold.push_back(flow());
+    // 32 bytes of Geneve options whose bytes, read as a frame at the eight-byte header's inner
+    // offset, are Ethernet/IPv4/UDP of the plain form: the key reads them, but the slow way
+    // finds the inner frame 32 bytes on, so no entry may be filled from them.
+    const Bytes mimic = {0x01, 0x02, 0x03, 0x07, 0, 0,  0,  0, 0, 0,  0,  0, 0x08, 0x00, 0x45, 0, 0,
+                         28,   0,    0,    0x40, 0, 64, 17, 0, 0, 10, 20, 0, 1,    10,   10};
+    std::vector<Bytes> frames;
+    std::vector<uint64_t> ol;
+    for (int i = 0; i < 6000; ++i) {
+        // The unusual frames (r >= 80) mostly of hot flows too, so that they meet their entry.
+        const uint32_t r = pick(100);
+        const Flow& f = pick(100) < 85 ? hot[pick(8)] : cold[pick(600)];
+        const uint32_t dqp = pick(10) == 0 ? f.dqp + 1 : f.dqp;
+        std::array<uint8_t, 6> inner_dst{2, 0, 0, 0, 0x10, 1};
+        if (r == 80 || r == 81) inner_dst = {0x01, 0x80, 0xc2, 0, 0, 0x0e};  // LLDP's.
+        PacketBuilder in;
+        if (r == 82 || r == 83) {
+            in.eth(inner_dst).ipv6("fd00:20::5", "fd00:10::9", f.tos);
+        } else {
+            in.eth(inner_dst).ipv4(f.src, f.dst, f.tos);
         }
-        std::sort(rows.begin(), rows.end(),
-                  [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
-        return rows;
-    };
-    EXPECT_EQ(per_packet.flows->evictions(), 0u) << "the table holds every conversation";
-    EXPECT_GT(table(*per_packet.flows).size(), 300u);
-    for (const Result* r : {&hits, &observed}) {
-        const auto a = words(*per_packet.st), b = words(*r->st);
-        for (size_t i = 0; i < a.size(); ++i)
-            EXPECT_EQ(b[i], a[i]) << "WorkerStats word " << i << (r == &hits ? " (hits)" : "");
-        EXPECT_TRUE(table(*r->flows) == table(*per_packet.flows));
-        ASSERT_EQ(r->sent.size(), per_packet.sent.size());
-        for (size_t i = 0; i < r->sent.size(); ++i)
-            EXPECT_TRUE(r->sent[i] == per_packet.sent[i]) << i;
+        in.udp(f.sport, f.dport);
+        if (f.dport == 4791) in.bth(f.opcode, dqp);
+        const Bytes inner = in.payload(r == 84 ? 1480 : pick(300)).build();
+        PacketBuilder out;
+        const uint8_t otos = outer_toses[pick(8)];
+        if (r == 85 || r == 86) {
+            out.eth(kWanMac, kNh6).ipv6("2001:db8:18::99", "2001:db8:18::1", otos);
+            out.udp(50000 + static_cast<uint16_t>(pick(100)), 4789, true).vxlan(200);
+        } else {
+            out.eth(kWanMac, kNh4).ipv4(f.t->remote, "198.18.0.1", otos);
+            out.udp(50000 + static_cast<uint16_t>(pick(100)), f.t->port, false);
+            const uint32_t vni = r == 87 ? 999 : f.t->vni;
+            if (f.t->port == 4789)
+                out.vxlan(vni);
+            else
+                out.geneve(vni, r == 88   ? Bytes{0x01, 0x02, 0x03, 0x00}  // An option,
+                                : r == 96 ? Bytes{0x01, 0x02, 0x83, 0x00}  // a critical one,
+                                : r == 97 ? mimic  // options that look like a frame.
+                                          : Bytes{});
+        }
+        Bytes b = out.raw(inner).build();
+        uint64_t flags = 0;
+        if (r == 89) b[14 + 10] ^= 0x40;  // A wrong outer header checksum.
+        if (r == 90) b[14 + 10] ^= 0x40, flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+        if (r == 91) flags = RTE_MBUF_F_RX_IP_CKSUM_BAD;
+        if (r == 92) flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+        if (r == 93) b.resize(b.size() - 1 - pick(20));             // Truncated.
+        if (r == 94 || r == 95) b.resize(b.size() + 1 + pick(30));  // Ethernet padding.
+        frames.push_back(b);
+        ol.push_back(flags);
     }
-    auto fields = [](const PacketNotes& n) {  // All but the RoCE pointers (Seen::l3, bth).
-        return std::make_tuple(n.class_id, n.tunnel_id, n.dscp_in, n.dscp_out, n.outer_path,
-                               n.dscp_rewritten, n.outer_remarked, n.ce_marked, n.outer_mapped,
-                               n.colour1, n.adaptive1, n.pcp_in1, n.pcp_out1, n.policer,
-                               n.pcp_mapped, n.pcp_set, n.qos_noted, n.ip_len);
-    };
-    ASSERT_EQ(observed.seen.size(), frames.size());
-    ASSERT_EQ(per_packet.seen.size(), frames.size());
+    const std::vector<uint16_t> bursts = random_bursts(rng, frames.size());
+    const CacheRun per_packet = run_bursts(*snap, kWan, frames, ol, bursts, false, true, big);
+    const CacheRun hits = run_bursts(*snap, kWan, frames, ol, bursts, true, false, big);
+    const CacheRun observed = run_bursts(*snap, kWan, frames, ol, bursts, true, true, big);
+
+    const ConfigCounters& cc = per_packet.st->bank[0];
+    uint64_t decaps = 0, cnps = 0, remarked = 0, ce = 0;
+    for (size_t t = 0; t < kMaxTunnels; ++t) {
+        decaps += cc.tunnel[TunnelCounter::decap_packets][t].get();
+        cnps += cc.tunnel[TunnelCounter::cnp_decap][t].get();
+        remarked += cc.tunnel[TunnelCounter::outer_dscp_remarked][t].get();
+        ce += cc.tunnel[TunnelCounter::ecn_ce_marked][t].get();
+    }
+    EXPECT_GT(decaps, 3000u);
+    EXPECT_GT(cnps, 300u);
+    EXPECT_GT(remarked, 1000u);
+    EXPECT_GT(ce, 200u);
+    EXPECT_GT(per_packet.st->dataplane[DataplaneCounter::dscp_rewrites][0].get(), 1000u);
+    for (const DropReason d :
+         {DropReason::bad_checksum, DropReason::inner_link_local, DropReason::bad_tunnel_header,
+          DropReason::unknown_vni, DropReason::ecn_ce_on_not_ect, DropReason::too_big})
+        EXPECT_GT(per_packet.st->drops[static_cast<size_t>(d)].get(), 10u) << drop_reason_name(d);
+    size_t cached = 0;
+    decap_fast::decap_cache_bind(*hits.decap, *snap);
     for (size_t i = 0; i < frames.size(); ++i) {
-        const Seen &a = per_packet.seen[i], &b = observed.seen[i];
-        EXPECT_EQ(b.v.drop, a.v.drop) << i;
-        EXPECT_EQ(b.v.out_port, a.v.out_port) << i;
-        EXPECT_EQ(b.v.tx_udp6_cksum, a.v.tx_udp6_cksum) << i;
-        EXPECT_EQ(b.v.local, a.v.local) << i;
-        EXPECT_TRUE(fields(b.n) == fields(a.n)) << "notes of frame " << i;
-        EXPECT_EQ(b.l3, a.l3) << i;
-        EXPECT_EQ(b.bth, a.bth) << i;
+        test::TestFrame t(frames[i]);
+        t.frame.rx_cksum = rx_cksum_bits(ol[i]);
+        cached += decap_fast::decap_hit(kWan, t.frame, *hits.decap).flow != nullptr;
     }
+    EXPECT_GT(cached, 3000u);
+
+    expect_as_per_packet(per_packet, hits, frames.size());
+    expect_as_per_packet(per_packet, observed, frames.size());
     rte_mempool_free(big);
 }
 
