@@ -343,18 +343,18 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
     uint64_t rx_bytes = 0;
     BurstCounters count(st, s.bank);
     DecapCache& decap_cache = bs.decap;
-    // The snapshot may change between bursts. `flows`: the direction's flow cache, if it has one
-    // and it may hold any flow (decap: DecapFlowCache::useful).
-    const void* flows = nullptr;
+    // The snapshot may change between bursts. `cached`: the direction has a flow cache, and it
+    // may hold flows (decap: DecapFlowCache::useful).
+    bool cached = false;
     if constexpr (kOuter) {
         decap_cache.bind(s);
         if (bs.decap_flows != nullptr) {
             decap_fast::decap_cache_bind(*bs.decap_flows, s);
-            if (bs.decap_flows->useful) flows = bs.decap_flows;
+            cached = bs.decap_flows->useful;
         }
     } else if (bs.encap != nullptr) {
         encap_fast::encap_cache_bind(*bs.encap, s);
-        flows = bs.encap;
+        cached = true;
     }
     auto& hit_runs =
         bs.runs(static_cast<std::conditional_t<kOuter, DecapFlow, EncapFlow>*>(nullptr));
@@ -366,7 +366,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         rx_bytes += in_len;
         // A flow-cache hit: counted in its entry's run (BurstCounters::hit()), its notes built
         // only for an observer.
-        if (likely(flows != nullptr && m->nb_segs == 1)) {
+        if (likely(cached && m->nb_segs == 1)) {
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
                     kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
             const auto h = flow_cache_hit<kOuter>(rx_port, f, bs);
@@ -401,11 +401,11 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         } else {
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
                     kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
-            // The common case in few steps (the shortcut takes it or leaves it untouched).
-            // No hit (above): the slow way, or without a cache the whole shortcut.
+            // The common case in few steps (the shortcut takes it or leaves it untouched): not a
+            // hit (above), so the slow way, or without a cache the whole shortcut.
             if constexpr (kOuter)
-                plain = decap_slow(s, rx_port, f, o, &decap_cache,
-                                   flows != nullptr ? bs.decap_flows : nullptr);
+                plain =
+                    decap_slow(s, rx_port, f, o, &decap_cache, cached ? bs.decap_flows : nullptr);
             else
                 plain = encap_slow(s, rx_port, f, o, bs.encap);
             if (unlikely(!plain)) {
@@ -469,7 +469,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
 template <typename Sink, typename Observer>
 inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
-    // kBurst at a time at most: a burst's encap runs (EncapRuns) take a place a packet.
+    // kBurst at a time at most: a burst's cache hits (HitRuns) take a place a packet.
     for (uint16_t done = 0; done < n;) {
         const auto k = static_cast<uint16_t>(std::min<int>(n - done, kBurst));
         if (s.ports[rx_port].role == PortRole::inner)
