@@ -248,46 +248,37 @@ class BurstCounters {
         }
         e.run_qp = qp;
     }
-    // What processed<false>() and forwarded<false>() count of each packet, for the run's packets.
-    void end_run(EncapFlow& e, BurstState& bs) {
+    // What processed<kOuter>() and forwarded<kOuter>() count of each packet, for the run's
+    // packets. Out of line: inlined at the end of the burst loop it cost the hit 9 instructions.
+    template <typename Flow>
+    __attribute__((noinline)) void end_run(Flow& e, BurstState& bs) {
+        constexpr bool kDecap = std::is_same_v<Flow, DecapFlow>;
         const uint32_t n = e.run_n;
         if (n == 0) return;
         const PacketNotes& notes = e.notes;
         const auto t = static_cast<size_t>(notes.tunnel_id);
-        if (notes.dscp_in >= 0)  // Always, for IPv4: as processed<false>() has it.
-            classes_.add(notes.class_id >= 0 ? static_cast<size_t>(notes.class_id) : kNoClass,
-                         e.run_in_bytes, n);
         if (notes.dscp_rewritten) rewrites_ += n;
-        // Each packet left as the outer headers, its inner Ethernet header and its IP packet.
-        encaps_.add(t, e.run_ip_bytes + uint64_t{n} * (e.hdr_len + wire::kEthLen), n);
-        if (notes.outer_mapped) cc_.tunnel[TunnelCounter::outer_dscp_mapped][t].add(n);
-        if (e.roce) {
-            const bool cnp = (e.rest >> 40 & 0xff) == kBthOpcodeCnp;  // The key's opcode.
-            if (cnp) cc_.tunnel[TunnelCounter::cnp_encap][t].add(n);
-            if (bs.flows != nullptr)
-                bs.flows->add4(bs.flow_runs, e.addrs, e.run_qp, notes.tunnel_id, false, n,
-                               e.run_ip_bytes, cnp ? n : 0, bs.now_tsc);
+        if constexpr (kDecap) {
+            // Each packet left as its inner Ethernet header and IP packet.
+            decaps_.add(t, e.run_ip_bytes + uint64_t{n} * wire::kEthLen, n);
+            if (unlikely(notes.qos_noted)) st_.dataplane[DataplaneCounter::pcp_rewrites][0].add(n);
+            if (notes.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].add(n);
+            if (notes.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].add(n);
+        } else {
+            if (notes.dscp_in >= 0)  // Always, for IPv4: as processed<false>() has it.
+                classes_.add(notes.class_id >= 0 ? static_cast<size_t>(notes.class_id) : kNoClass,
+                             e.run_in_bytes, n);
+            // Each packet left as the outer headers, its inner Ethernet header and its IP packet.
+            encaps_.add(t, e.run_ip_bytes + uint64_t{n} * (e.hdr_len + wire::kEthLen), n);
+            if (notes.outer_mapped) cc_.tunnel[TunnelCounter::outer_dscp_mapped][t].add(n);
+            e.run_in_bytes = 0;
         }
-        e.run_n = 0;
-        e.run_in_bytes = e.run_ip_bytes = 0;
-    }
-    // What processed<true>() and forwarded<true>() count of each packet, for the run's packets.
-    void end_run(DecapFlow& e, BurstState& bs) {
-        const uint32_t n = e.run_n;
-        if (n == 0) return;
-        const PacketNotes& notes = e.notes;
-        const auto t = static_cast<size_t>(notes.tunnel_id);
-        if (notes.dscp_rewritten) rewrites_ += n;
-        // Each packet left as its inner Ethernet header and IP packet.
-        decaps_.add(t, e.run_ip_bytes + uint64_t{n} * wire::kEthLen, n);
-        if (unlikely(notes.qos_noted)) st_.dataplane[DataplaneCounter::pcp_rewrites][0].add(n);
-        if (notes.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].add(n);
-        if (notes.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].add(n);
         if (e.roce) {
-            const bool cnp = (e.inner_rest >> 40 & 0xff) == kBthOpcodeCnp;  // The key's opcode.
-            if (cnp) cc_.tunnel[TunnelCounter::cnp_decap][t].add(n);
+            const bool cnp = e.bth_opcode() == kBthOpcodeCnp;
+            if (cnp)
+                cc_.tunnel[kDecap ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].add(n);
             if (bs.flows != nullptr)
-                bs.flows->add4(bs.flow_runs, e.inner_addrs, e.run_qp, notes.tunnel_id, true, n,
+                bs.flows->add4(bs.flow_runs, e.roce_addrs(), e.run_qp, notes.tunnel_id, kDecap, n,
                                e.run_ip_bytes, cnp ? n : 0, bs.now_tsc);
         }
         e.run_n = 0;

@@ -383,12 +383,9 @@ bool decap_parsed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Dec
 __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k, const Snapshot& s,
                                           uint16_t rx_port, const PacketNotes& n, uint8_t tos) {
     static_assert(DecapFlowCache::kWays == 2);
-    DecapFlow* way = &set[0];
-    if (decap_flow_is(set[1], k) || (set[1].outer_rest == 0 && !decap_flow_is(set[0], k)))
-        way = &set[1];
-    else if (set[0].outer_rest != 0 && !decap_flow_is(set[0], k))
-        set[1] = set[0];
-    DecapFlow& e = *way;
+    DecapFlow& e = fill_way(
+        set, [&k](const DecapFlow& f) { return decap_flow_is(f, k); },
+        [](const DecapFlow& f) { return f.outer_rest != 0; });
     const TunnelConf& t = s.tunnels[static_cast<size_t>(n.tunnel_id)];
     e.outer_addrs = k.w[0];
     e.inner_addrs = k.w[1];

@@ -37,6 +37,9 @@ struct alignas(64) DecapFlow {
     uint32_t run_qp = 0;
     uint32_t run_ip_bytes = 0;
     PacketNotes notes;  // The packet's notes but for its RoCE pointers.
+
+    uint8_t bth_opcode() const { return static_cast<uint8_t>(inner_rest >> 40); }  // The key's.
+    uint64_t roce_addrs() const { return inner_addrs; }  // The conversation's (FlowTable::add4()).
 };
 static_assert(sizeof(DecapFlow) == 128, "two cache lines an entry");
 

@@ -300,12 +300,9 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, con
                                           uint32_t max_ip_len, uint8_t tos, uint8_t dscp,
                                           uint32_t hash, uint64_t nh_mac) {
     static_assert(EncapCache::kWays == 2);
-    EncapFlow* way = &set[0];
-    if (encap_flow_is(set[1], k) || (set[1].rest == 0 && !encap_flow_is(set[0], k)))
-        way = &set[1];
-    else if (set[0].rest != 0 && !encap_flow_is(set[0], k))
-        set[1] = set[0];
-    EncapFlow& e = *way;
+    EncapFlow& e = fill_way(
+        set, [&k](const EncapFlow& f) { return encap_flow_is(f, k); },
+        [](const EncapFlow& f) { return f.rest != 0; });
     e.addrs = k.addrs;
     e.rest = k.rest;
     e.tunnel = &t;

@@ -40,6 +40,9 @@ struct alignas(64) EncapFlow {
     alignas(8) std::array<uint8_t, kMaxOuterHdr> hdr{};
     uint16_t run_n = 0;
     uint32_t run_in_bytes = 0, run_ip_bytes = 0;
+
+    uint8_t bth_opcode() const { return static_cast<uint8_t>(rest >> 40); }  // The key's.
+    uint64_t roce_addrs() const { return addrs; }  // The conversation's (FlowTable::add4()).
 };
 
 // A worker's EncapFlows: two-way sets chosen by a hash of the key (a new flow takes a free way,

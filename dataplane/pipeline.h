@@ -125,6 +125,16 @@ struct DecapCache {
     }
 };
 
+// The way of two-way set `set` that a flow cache fills for a key: the way that holds it, else a
+// free one, else the first after the older entry moved to the second. `has(e)`: `e` holds the
+// key; `used(e)`: `e` holds any.
+template <typename Flow, typename Has, typename Used>
+Flow& fill_way(Flow* set, Has has, Used used) {
+    if (has(set[1]) || (!used(set[1]) && !has(set[0]))) return set[1];
+    if (used(set[0]) && !has(set[0])) set[1] = set[0];
+    return set[0];
+}
+
 // Inner -> outer (dataplane/encap.h) and outer -> inner (dataplane/decap.h), each a shortcut for
 // the common frame in front of a general path; both fill `notes` afresh.
 // `qos`: the QoS stage's time and the worker's flow rates (qos.h); none: the TSC now, and

@@ -1304,7 +1304,17 @@ class Burst : public ::testing::Test {
                                        2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
         ASSERT_NE(pool, nullptr);
     }
-    void TearDown() override { rte_mempool_free(pool); }
+    void TearDown() override {
+        rte_mempool_free(pool);
+        rte_mempool_free(big);
+    }
+    // A pool for the cache tests' 1.5 kBurst bursts.
+    rte_mempool* big_pool() {
+        big = rte_pktmbuf_pool_create(("unit_runs" + std::to_string(++pools)).c_str(), 255, 0, 0,
+                                      2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
+        EXPECT_NE(big, nullptr);
+        return big;
+    }
     rte_mbuf* put(const Bytes& b) {
         rte_mbuf* m = rte_pktmbuf_alloc(pool);
         std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(b.size())), b.data(), b.size());
@@ -1315,6 +1325,7 @@ class Burst : public ::testing::Test {
     NeighborTable neighbors;
     std::unique_ptr<Snapshot> snap;
     rte_mempool* pool = nullptr;
+    rte_mempool* big = nullptr;
     static inline int pools = 0;
 };
 
@@ -1508,6 +1519,38 @@ void expect_as_per_packet(const CacheRun& ref, const CacheRun& r, size_t frames)
     }
 }
 
+// A cache test's three runs of the same frames and bursts: the per-packet path (no caches,
+// observed), and with the caches as workers run them (no observer) and observed.
+struct CacheRuns {
+    CacheRun per_packet, hits, observed;
+};
+
+CacheRuns run_three(const Snapshot& s, uint16_t port, const std::vector<Bytes>& frames,
+                    const std::vector<uint64_t>& ol, const std::vector<uint16_t>& bursts,
+                    rte_mempool* pool) {
+    CacheRuns r;
+    r.per_packet = run_bursts(s, port, frames, ol, bursts, false, true, pool);
+    r.hits = run_bursts(s, port, frames, ol, bursts, true, false, pool);
+    r.observed = run_bursts(s, port, frames, ol, bursts, true, true, pool);
+    return r;
+}
+
+// How many of `frames` the caches `r.hits` left would take as hits now (the cache did the work).
+size_t warm_hits(const Snapshot& s, uint16_t port, const std::vector<Bytes>& frames,
+                 const std::vector<uint64_t>& ol, const CacheRuns& r) {
+    encap_fast::encap_cache_bind(*r.hits.encap, s);
+    decap_fast::decap_cache_bind(*r.hits.decap, s);
+    size_t n = 0;
+    for (size_t i = 0; i < frames.size(); ++i) {
+        test::TestFrame t(frames[i]);
+        t.frame.rx_cksum = ol.empty() ? 0 : rx_cksum_bits(ol[i]);
+        n += (s.ports[port].role == PortRole::inner
+                  ? encap_fast::encap_hit(port, t.frame, *r.hits.encap).flow != nullptr
+                  : decap_fast::decap_hit(port, t.frame, *r.hits.decap).flow != nullptr);
+    }
+    return n;
+}
+
 // The burst loop counts an encap hit in its flow entry's run and the counters once a run
 // (BurstCounters::hit()): the counters, the conversation table, the frames sent and what an
 // observer sees must be those of the per-packet path (no cache), whatever the mix: hot and cold
@@ -1523,10 +1566,6 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
     const Config mapped = parse_config(text, "unit.toml");
     NeighborTable nt;
     auto ms = build_snapshot(mapped, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, nt);
-    rte_mempool* big = rte_pktmbuf_pool_create(("unit_runs" + std::to_string(++pools)).c_str(), 255,
-                                               0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
-    ASSERT_NE(big, nullptr);
-
     // The frames, from a fixed seed.
     std::mt19937 rng(15);
     auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
@@ -1582,13 +1621,11 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
         if (f.dport == 4791) b.bth(f.opcode, dqp);
         frames.push_back(b.payload(pick(300)).build());
     }
-    const std::vector<uint16_t> bursts = random_bursts(rng, frames.size());
-    const CacheRun per_packet = run_bursts(*ms, kLan, frames, {}, bursts, false, true, big);
-    const CacheRun hits = run_bursts(*ms, kLan, frames, {}, bursts, true, false, big);
-    const CacheRun observed = run_bursts(*ms, kLan, frames, {}, bursts, true, true, big);
+    const CacheRuns r =
+        run_three(*ms, kLan, frames, {}, random_bursts(rng, frames.size()), big_pool());
 
-    // The mix reached what it is about.
-    const ConfigCounters& cc = per_packet.st->bank[0];
+    // The mix reached what it is about, and the cache took most of it.
+    const ConfigCounters& cc = r.per_packet.st->bank[0];
     uint64_t encaps = 0, cnps = 0;
     for (size_t t = 0; t < kMaxTunnels; ++t) {
         encaps += cc.tunnel[TunnelCounter::encap_packets][t].get();
@@ -1598,20 +1635,11 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
     EXPECT_GT(cnps, 500u);
     EXPECT_GT(cc.tunnel[TunnelCounter::encap_packets][1].get(), 500u) << "the IPv6 underlay";
     EXPECT_GT(cc.tunnel[TunnelCounter::outer_dscp_mapped][2].get(), 200u);
-    EXPECT_GT(per_packet.st->drops[static_cast<size_t>(DropReason::no_route)].get(), 50u);
-    EXPECT_GT(per_packet.st->drops[static_cast<size_t>(DropReason::no_neighbor)].get(), 20u);
-    // And the cache took most of it: the frames again, against the warm cache.
-    size_t cached = 0;
-    encap_fast::encap_cache_bind(*hits.encap, *ms);
-    for (const Bytes& b : frames) {
-        test::TestFrame t(b);
-        cached += encap_fast::encap_hit(kLan, t.frame, *hits.encap).flow != nullptr;
-    }
-    EXPECT_GT(cached, 4000u);
-
-    expect_as_per_packet(per_packet, hits, frames.size());
-    expect_as_per_packet(per_packet, observed, frames.size());
-    rte_mempool_free(big);
+    EXPECT_GT(r.per_packet.st->drops[static_cast<size_t>(DropReason::no_route)].get(), 50u);
+    EXPECT_GT(r.per_packet.st->drops[static_cast<size_t>(DropReason::no_neighbor)].get(), 20u);
+    EXPECT_GT(warm_hits(*ms, kLan, frames, {}, r), 4000u);
+    expect_as_per_packet(r.per_packet, r.hits, frames.size());
+    expect_as_per_packet(r.per_packet, r.observed, frames.size());
 }
 
 // The same for decap hits (DecapFlowCache): hot and cold flows over four IPv4 tunnels (Geneve and
@@ -1621,9 +1649,6 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
 // destinations, Geneve options (one critical, one mimicking a frame), an unknown VNI, truncated and
 // padded frames, inner IPv6, an IPv6 underlay, inner packets over the LAN's MTU.
 TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
-    rte_mempool* big = rte_pktmbuf_pool_create(("unit_runs" + std::to_string(++pools)).c_str(), 255,
-                                               0, 0, 2048 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY);
-    ASSERT_NE(big, nullptr);
     std::mt19937 rng(16);
     auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
     struct Tunnel {
@@ -1712,12 +1737,10 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
         frames.push_back(b);
         ol.push_back(flags);
     }
-    const std::vector<uint16_t> bursts = random_bursts(rng, frames.size());
-    const CacheRun per_packet = run_bursts(*snap, kWan, frames, ol, bursts, false, true, big);
-    const CacheRun hits = run_bursts(*snap, kWan, frames, ol, bursts, true, false, big);
-    const CacheRun observed = run_bursts(*snap, kWan, frames, ol, bursts, true, true, big);
+    const CacheRuns r =
+        run_three(*snap, kWan, frames, ol, random_bursts(rng, frames.size()), big_pool());
 
-    const ConfigCounters& cc = per_packet.st->bank[0];
+    const ConfigCounters& cc = r.per_packet.st->bank[0];
     uint64_t decaps = 0, cnps = 0, remarked = 0, ce = 0;
     for (size_t t = 0; t < kMaxTunnels; ++t) {
         decaps += cc.tunnel[TunnelCounter::decap_packets][t].get();
@@ -1729,23 +1752,14 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
     EXPECT_GT(cnps, 300u);
     EXPECT_GT(remarked, 1000u);
     EXPECT_GT(ce, 200u);
-    EXPECT_GT(per_packet.st->dataplane[DataplaneCounter::dscp_rewrites][0].get(), 1000u);
+    EXPECT_GT(r.per_packet.st->dataplane[DataplaneCounter::dscp_rewrites][0].get(), 1000u);
     for (const DropReason d :
          {DropReason::bad_checksum, DropReason::inner_link_local, DropReason::bad_tunnel_header,
           DropReason::unknown_vni, DropReason::ecn_ce_on_not_ect, DropReason::too_big})
-        EXPECT_GT(per_packet.st->drops[static_cast<size_t>(d)].get(), 10u) << drop_reason_name(d);
-    size_t cached = 0;
-    decap_fast::decap_cache_bind(*hits.decap, *snap);
-    for (size_t i = 0; i < frames.size(); ++i) {
-        test::TestFrame t(frames[i]);
-        t.frame.rx_cksum = rx_cksum_bits(ol[i]);
-        cached += decap_fast::decap_hit(kWan, t.frame, *hits.decap).flow != nullptr;
-    }
-    EXPECT_GT(cached, 3000u);
-
-    expect_as_per_packet(per_packet, hits, frames.size());
-    expect_as_per_packet(per_packet, observed, frames.size());
-    rte_mempool_free(big);
+        EXPECT_GT(r.per_packet.st->drops[static_cast<size_t>(d)].get(), 10u) << drop_reason_name(d);
+    EXPECT_GT(warm_hits(*snap, kWan, frames, ol, r), 3000u);
+    expect_as_per_packet(r.per_packet, r.hits, frames.size());
+    expect_as_per_packet(r.per_packet, r.observed, frames.size());
 }
 
 // A DF packet too big for its tunnel gets an ICMP error, unless its sender is no unicast host
