@@ -745,6 +745,53 @@ TEST(DecapCache, HitsComeFromItAndANewSnapshotEmptiesIt) {
     EXPECT_EQ(cache.snap, next.get());
 }
 
+// The worker's decap flow cache: a hit is taken from its entry (a planted note shows), the entry
+// is kept while the snapshot is the same, and another generation or another snapshot (here one
+// whose tunnel copies the outer DSCP inward) empties it, so the packet follows the new policy.
+TEST(DecapFlowCache, HitsComeFromItAndANewSnapshotEmptiesIt) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    std::string text = kConfig;
+    const std::string g4 = "routes = [\"10.20.0.0/16\", \"fd00:20::/48\"]\n";
+    ASSERT_NE(text.find(g4), std::string::npos);
+    text.replace(text.find(g4), g4.size(), g4 + "inner_dscp_on_decap = \"copy-outer\"\n");
+    const Config copying = parse_config(text, "unit.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    const Bytes frame = PacketBuilder()
+                            .eth(kWanMac, kNh4)
+                            .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
+                            .udp(50000, 6081, false)
+                            .geneve(100)
+                            .raw(roce4("10.20.0.9", "10.10.0.5", 10 << 2))
+                            .build();
+    DecapFlowCache cache;
+    auto run = [&](const Snapshot& s, DecapFlowCache* c) {
+        test::TestFrame t(frame);
+        const Outcome o = process_packet(s, kWan, t.frame, nullptr, nullptr, nullptr, c);
+        EXPECT_EQ(o.drop, DropReason::none);
+        return o.dscp_out;
+    };
+    auto used = [&] {
+        size_t n = 0;
+        for (const DecapFlow& e : cache.flow) n += e.outer_rest != 0;
+        return n;
+    };
+    EXPECT_EQ(run(*snap, nullptr), 10) << "preserved";
+    EXPECT_EQ(run(*snap, &cache), 10);
+    ASSERT_EQ(used(), 1u) << "filled";
+    for (DecapFlow& e : cache.flow)
+        if (e.outer_rest != 0) e.notes.dscp_out = 63;  // Planted: a hit answers from the entry.
+    EXPECT_EQ(run(*snap, &cache), 63) << "kept for the same snapshot";
+    ++snap->generation;  // Another configuration at the same address.
+    EXPECT_EQ(run(*snap, &cache), 10);
+    EXPECT_EQ(used(), 1u);
+    auto next = build_snapshot(copying, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    next->generation = snap->generation;  // Another address, the same generation.
+    EXPECT_EQ(run(*next, nullptr), 26) << "copied from the outer header";
+    EXPECT_EQ(run(*next, &cache), 26);
+    EXPECT_EQ(cache.snap, next.get());
+}
+
 // Two classes that both match a packet: the first listed wins, whichever it is.
 TEST(Classify, FirstMatchWins) {
     const std::string ports = R"(
