@@ -419,9 +419,8 @@ bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Decap
         return decap_parsed(s, rx_port, f, o, cache);
     if (!decap_parsed(s, rx_port, f, o, cache)) return false;
     // The inner frame where the key read it (an eight-byte tunnel header), and a LAN the cache
-    // serves (DecapFlow).
-    const PortConf& lan = s.ports[s.tunnels[static_cast<size_t>(o.tunnel_id)].inner_port];
-    if (f.data == d + kInnerOff && lan.vlan == 0 && !lan.has_ipv4 && !lan.has_ipv6)
+    // serves.
+    if (f.data == d + kInnerOff && serves_lan(s, s.tunnels[static_cast<size_t>(o.tunnel_id)]))
         decap_fill(decap_flow_set(*flows, key), key, s, rx_port, o, f.data[kEthLen + kIpv4TosOff]);
     return true;
 }

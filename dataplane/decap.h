@@ -53,13 +53,7 @@ struct DecapFlowCache {
     DecapFlow flow[kWays << kSetBits];
 };
 
-// What decap_fast::decap_hit() found: the flow, and of the packet its inner IPv4 total length and,
-// for RoCE, its BTH's bytes 4..7 as they lie.
-struct DecapHit {
-    DecapFlow* flow = nullptr;  // None: not a hit, and nothing written.
-    uint32_t ip_len = 0;
-    uint32_t qp = 0;
-};
+using DecapHit = CacheHit<DecapFlow>;  // What decap_fast::decap_hit() found.
 
 // The general path: every frame an outer port can receive (ARP/ND and echo for the VTEP, every
 // drop with its reason).

@@ -28,6 +28,12 @@ inline bool ieee_link_local(const uint8_t* dst_mac) {
     return load32(dst_mac) == 0x0180c200u && dst_mac[4] == 0 && (dst_mac[5] & 0xf0) == 0;
 }
 
+// Whether the cache may keep flows of tunnel `t` to its LAN: untagged and transparent (DecapFlow).
+inline bool serves_lan(const Snapshot& s, const TunnelConf& t) {
+    const PortConf& lan = s.ports[t.inner_port];
+    return lan.vlan == 0 && !lan.has_ipv4 && !lan.has_ipv6;
+}
+
 // The DecapFlowCache key: DecapFlow's first five words.
 struct DecapFlowKey {
     uint64_t w[5];
@@ -85,15 +91,10 @@ inline bool decap_flow_is(const DecapFlow& e, const DecapFlowKey& k) {
 // and says whether any tunnel's flows can be kept (an IPv4 underlay and an untagged transparent
 // LAN: DecapFlow); once a burst, before decap_hit().
 inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
-    if (likely(c.snap == &s && c.generation == s.generation)) return;
+    if (likely(!rebind(c, s))) return;
     for (DecapFlow& e : c.flow) e.outer_rest = 0;
-    c.snap = &s;
-    c.generation = s.generation;
     c.useful = false;
-    for (const TunnelConf& t : s.tunnels) {
-        const PortConf& lan = s.ports[t.inner_port];
-        c.useful = c.useful || (!t.outer_v6 && lan.vlan == 0 && !lan.has_ipv4 && !lan.has_ipv6);
-    }
+    for (const TunnelConf& t : s.tunnels) c.useful = c.useful || (!t.outer_v6 && serves_lan(s, t));
 }
 
 // A DecapFlowCache hit of frame `f`: the inner frame decapsulated from its flow's entry when the

@@ -57,13 +57,7 @@ struct EncapCache {
 };
 static_assert(sizeof(EncapFlow) == 192, "three cache lines an entry");
 
-// What encap_hit() found: the flow, and of the packet its IPv4 total length and, for RoCE, its
-// BTH's bytes 4..7 as they lie (the destination QP; the conversation table's key).
-struct EncapHit {
-    EncapFlow* flow = nullptr;  // None: not a hit, and nothing written.
-    uint32_t ip_len = 0;
-    uint32_t qp = 0;
-};
+using EncapHit = CacheHit<EncapFlow>;  // What encap_fast::encap_hit() found.
 
 // The general path: every frame an inner port can receive (tags, options, extension headers,
 // traffic for the gateway itself, drops with their reasons).

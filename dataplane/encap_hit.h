@@ -158,11 +158,8 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
 // Empties `c` when it was filled under another snapshot than `s` (another address or generation):
 // once a burst, before encap_hit().
 inline void encap_cache_bind(EncapCache& c, const Snapshot& s) {
-    if (unlikely(c.snap != &s || c.generation != s.generation)) {
+    if (unlikely(rebind(c, s)))
         for (EncapFlow& e : c.flow) e.rest = 0;
-        c.snap = &s;
-        c.generation = s.generation;
-    }
 }
 
 // An EncapCache hit of frame `f`: the frame encapsulated from its flow's entry when it is of the

@@ -107,6 +107,16 @@ inline uint16_t entropy_port(uint32_t hash) {
     return static_cast<uint16_t>(0xc000u | (hash & 0x3fffu));
 }
 
+// A cache (DecapCache, EncapCache, DecapFlowCache) bound to snapshot `s` (address and generation);
+// true when it was bound to another, so that the caller empties it.
+template <typename Cache>
+bool rebind(Cache& c, const Snapshot& s) {
+    if (likely(c.snap == &s && c.generation == s.generation)) return false;
+    c.snap = &s;
+    c.generation = s.generation;
+    return true;
+}
+
 // The last decapsulation-table hit, kept by the caller (a worker, for all its bursts: packets
 // mostly come from one tunnel) so that they skip the hash lookup. Bound to one snapshot (address
 // and generation): bind() empties it for another. An empty one's all-zero key (family 0) matches
@@ -118,11 +128,20 @@ struct DecapCache {
     uint64_t generation = 0;
 
     void bind(const Snapshot& s) {
-        if (likely(snap == &s && generation == s.generation)) return;
-        *this = DecapCache{};
-        snap = &s;
-        generation = s.generation;
+        if (likely(!rebind(*this, s))) return;
+        key = DecapKey{};
+        tunnel_id = -1;
     }
+};
+
+// What a flow cache's hit found (encap_fast::encap_hit(), decap_fast::decap_hit()): the entry,
+// and of the packet its (inner) IPv4 total length and, for RoCE, its BTH's bytes 4..7 as they lie
+// (the destination QP: the conversation table's key).
+template <typename Flow>
+struct CacheHit {
+    Flow* flow = nullptr;  // None: not a hit, and nothing written.
+    uint32_t ip_len = 0;
+    uint32_t qp = 0;
 };
 
 // The way of two-way set `set` that a flow cache fills for a key: the way that holds it, else a
