@@ -48,16 +48,20 @@ struct TokenBucket {
     }
 };
 
-// The flow-cache hits of a burst (EncapFlow, DecapFlow), counted per entry rather than per
+// The flow-cache hits not yet counted (EncapFlow, DecapFlow), counted per entry rather than per
 // packet: the entry says everything the counters need (class, tunnel, marks, CNP, the
 // conversation's addresses), so a hit adds its lengths to its entry's run (run_*) and the counters
-// see each run once, at the end of the burst or when a packet of another destination QP takes the
-// entry's run. Interleaved queue pairs keep a run each. `flow`: the entries holding a run; empty
-// between bursts; a place a packet of the burst (process_burst() hands kBurst at a time at most).
+// see each run once: when a packet of another destination QP takes the entry's run, before the
+// slow way may refill (and so change) an entry, and at the end of the burst, or for a worker
+// (BurstState::hold_runs) at flush_runs(). Interleaved queue pairs keep a run each. `flow`: the
+// entries holding a run, each once (an entry is listed while its run_n is not 0), so room for
+// every entry of the cache.
 template <typename Flow>
 struct HitRuns {
+    static constexpr size_t kEntries = EncapCache::kWays << EncapCache::kSetBits;
+    static_assert(kEntries == (DecapFlowCache::kWays << DecapFlowCache::kSetBits));
     uint16_t n = 0;
-    Flow* flow[kBurst];
+    Flow* flow[kEntries];
 };
 
 // Per-worker mutable state of the burst function: the ICMP token buckets ([gateway] icmp_rate
@@ -73,8 +77,17 @@ struct BurstState {
     DecapCache decap;             // The worker's last decapsulation-table hit.
     // The worker's IPv4-in-IPv4 tunnel flows (decap.h); none: no cache.
     DecapFlowCache* decap_flows = nullptr;
-    HitRuns<EncapFlow> encap_runs;  // This burst's cache hits, not yet counted.
+    HitRuns<EncapFlow> encap_runs;  // Cache hits not yet counted.
     HitRuns<DecapFlow> decap_runs;
+    // A worker keeps the runs across bursts (true), so that a flow's packets reach the counters
+    // and the conversation table once every many bursts rather than once a burst, and counts them
+    // in flush_runs(): at an idle poll, after kHoldPolls busy ones, before a burst under another
+    // snapshot, and before its quiescent report (no run may outlive the snapshot whose counter
+    // bank it counts in). False (replay, tests): at the end of each burst.
+    bool hold_runs = false;
+    const Snapshot* runs_snap = nullptr;  // Runs are held, made under this snapshot; none: none.
+    uint8_t runs_bank = 0;                // Its counter bank.
+    uint32_t runs_polls = 0;              // Busy polls since the first whose runs are held.
 
     HitRuns<EncapFlow>& runs(const EncapFlow*) { return encap_runs; }
     HitRuns<DecapFlow>& runs(const DecapFlow*) { return decap_runs; }
@@ -226,11 +239,17 @@ class BurstCounters {
     }
     void drop(DropReason r) { st_.drops[static_cast<size_t>(r)].inc(); }
     void dataplane(size_t field) { st_.dataplane[field][0].inc(); }
-    void flush(uint16_t rx_port, uint16_t n, uint64_t rx_bytes) {
+    // The running sums to the counters.
+    void flush() {
         classes_.flush();
         encaps_.flush();
         decaps_.flush();
         if (rewrites_ != 0) st_.dataplane[DataplaneCounter::dscp_rewrites][0].add(rewrites_);
+        rewrites_ = 0;
+    }
+    // The same at the end of a burst of `n` packets from `rx_port`, with its port counters.
+    void flush(uint16_t rx_port, uint16_t n, uint64_t rx_bytes) {
+        flush();
         st_.port[PortCounter::rx_packets][rx_port].add(n);
         st_.port[PortCounter::rx_bytes][rx_port].add(rx_bytes);
     }
@@ -291,6 +310,27 @@ class BurstCounters {
     uint64_t rewrites_ = 0;
 };
 
+// How long a worker holds its runs (BurstState::hold_runs) under traffic, in busy polls: the
+// counters and the conversation table are this far behind the packets at most (64 polls of 32
+// packets: about 70 us at 30 Mpps), and a reload waits as long for the worker's quiescent report.
+// A poll receives kMaxPorts * kBurst packets at most, so a run stays under 65,536 packets
+// (EncapFlow::run_n) and its bytes under 2^32 (65,535 each at most).
+inline constexpr uint32_t kHoldPolls = 64;
+static_assert(kHoldPolls * kMaxPorts * kBurst < 65536);
+
+// Every held run to the counters of the bank it was made under, and to the conversation table
+// (BurstState::hold_runs).
+__attribute__((noinline)) inline void flush_runs(WorkerStats& st, BurstState& bs) {
+    if (bs.runs_snap == nullptr) return;
+    BurstCounters count(st, bs.runs_bank);
+    if (bs.encap_runs.n != 0) count.hit_runs(bs.encap_runs, bs);
+    if (bs.decap_runs.n != 0) count.hit_runs(bs.decap_runs, bs);
+    count.flush();
+    if (bs.flows != nullptr) bs.flows->flush(bs.flow_runs, bs.now_tsc);
+    bs.runs_snap = nullptr;
+    bs.runs_polls = 0;
+}
+
 // Turns a packet dropped too_big into the ICMP error its sender needs, within [gateway] icmp_rate;
 // false: nothing to send (the caller frees the packet).
 inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint16_t pmtu,
@@ -326,12 +366,16 @@ struct NoObserver {
 };
 
 // The burst loop for one direction (kOuter: from an outer port). Sink: void operator()(uint16_t
-// out_port, rte_mbuf* m). Observer: void operator()(const rte_mbuf*, const Verdict&, const
+// out_port, rte_mbuf* m, bool queue), `queue`: the port's egress scheduler takes the packet (a
+// shaped port, sched_note() written; never the gateway's own frames). Observer: void operator()(const rte_mbuf*, const Verdict&, const
 // PacketNotes&), called for every packet after processing (a no-op in workers).
 template <bool kOuter, typename Sink, typename Observer>
 inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                               WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0;
+    // Held runs of another snapshot are counted in its bank before the caches are bound to `s`
+    // (which may empty them).
+    if (unlikely(bs.runs_snap != nullptr && bs.runs_snap != &s)) flush_runs(st, bs);
     BurstCounters count(st, s.bank);
     DecapCache& decap_cache = bs.decap;
     // The snapshot may change between bursts. `cached`: the direction has a flow cache, and it
@@ -375,10 +419,11 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
                         encap_hit_outcome(e, f, o);
                     observe(static_cast<const rte_mbuf*>(m), o, o);
                 }
-                if (s.shaped_ports >> e.out_port & 1u)
+                const bool queue = s.shaped_ports >> e.out_port & 1u;
+                if (queue)
                     sched_note(m, kOuter ? kSchedDecap : kSchedEncap, e.notes.class_id,
                                e.notes.tunnel_id);
-                sink(e.out_port, m);
+                sink(e.out_port, m, queue);
                 continue;
             }
             if (hit_runs.n != 0) count.hit_runs(hit_runs, bs);
@@ -427,16 +472,14 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
                 if (v.local == LocalReply::learned || v.local == LocalReply::path_mtu) {
                     rte_pktmbuf_free(m);
                 } else {
-                    m->hash.sched.traffic_class = kSchedOther;  // Not queued on egress.
-                    sink(v.out_port, m);
+                    sink(v.out_port, m, false);  // The gateway's own: not queued on egress.
                 }
                 continue;
             }
             if (v.drop != DropReason::none) {
                 count.drop(v.drop);
                 if (v.pmtu != 0 && send_too_big(s, rx_port, m, v.pmtu, count, bs)) {
-                    m->hash.sched.traffic_class = kSchedOther;
-                    sink(rx_port, m);
+                    sink(rx_port, m, false);
                     continue;
                 }
                 rte_pktmbuf_free(m);
@@ -446,11 +489,18 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         count.forwarded<kOuter>(notes, m->pkt_len, bs);
         // For the egress queues: what the packet is, so that they need not parse it again (only
         // a port with a scheduler reads it).
-        if (s.shaped_ports >> v.out_port & 1u)
-            sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
-        sink(v.out_port, m);
+        const bool queue = s.shaped_ports >> v.out_port & 1u;
+        if (queue) sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
+        sink(v.out_port, m, queue);
     }
-    if (hit_runs.n != 0) count.hit_runs(hit_runs, bs);
+    if (hit_runs.n != 0) {
+        if (!bs.hold_runs) {
+            count.hit_runs(hit_runs, bs);
+        } else if (bs.runs_snap == nullptr) {
+            bs.runs_snap = &s;
+            bs.runs_bank = s.bank;
+        }
+    }
     count.flush(rx_port, n, rx_bytes);
     if (bs.flows != nullptr) bs.flows->flush(bs.flow_runs, bs.now_tsc);
 }
@@ -460,7 +510,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
 template <typename Sink, typename Observer>
 inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                           WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
-    // kBurst at a time at most: a burst's cache hits (HitRuns) take a place a packet.
+    // kBurst at a time at most, as a worker receives them.
     for (uint16_t done = 0; done < n;) {
         const auto k = static_cast<uint16_t>(std::min<int>(n - done, kBurst));
         if (s.ports[rx_port].role == PortRole::inner)

@@ -99,16 +99,22 @@ void sched_run(const WorkerContext& c, const Snapshot& s, size_t port, SchedStag
     ps.unlock();
 }
 
-// A processed packet to its port: the egress scheduler's stage of a shaped port (its own
-// traffic excepted), else the port's TX queue.
+// A packet to a shaped port's egress scheduler, through its stage. Out of line: inlined into the
+// burst loop, its arguments were loaded for every packet.
+__attribute__((noinline)) void to_sched(const WorkerContext& c, const Snapshot& s, uint16_t out,
+                                        rte_mbuf* m, SchedStage* stage, uint64_t t0,
+                                        TracePending& traced) {
+    SchedStage& g = stage[out];
+    g.pkts[g.n++] = m;
+    if (g.n == kBurst) sched_run(c, s, out, g, t0, traced);
+}
+
+// A processed packet to its port: the egress scheduler when the burst loop says `queue` (a
+// shaped port, not the gateway's own frame), else the port's TX queue.
 inline void to_port(const WorkerContext& c, const Snapshot& s, uint16_t out, rte_mbuf* m,
-                    TxQueue* txq, SchedStage* stage, uint64_t t0, TracePending& traced) {
-    if ((s.shaped_ports >> out & 1u) != 0 && m->hash.sched.traffic_class != kSchedOther) {
-        SchedStage& g = stage[out];
-        g.pkts[g.n++] = m;
-        if (g.n == kBurst) sched_run(c, s, out, g, t0, traced);
-        return;
-    }
+                    bool queue, TxQueue* txq, SchedStage* stage, uint64_t t0,
+                    TracePending& traced) {
+    if (queue) return to_sched(c, s, out, m, stage, t0, traced);
     TxQueue& q = txq[out];
     q.push(m);
     if (q.n == kBurst) flush(c, out, q);
@@ -126,7 +132,10 @@ __attribute__((noinline, cold)) BurstState process_traced(const WorkerContext& c
     TraceBurst tb(*c.trace, s, c.queue, port, pkts, n, pending);
     process_burst(
         s, port, pkts, n, st, bs,
-        [&](uint16_t out, rte_mbuf* m) { to_port(c, s, out, m, txq, stage, t0, pending); }, tb);
+        [&](uint16_t out, rte_mbuf* m, bool queue) {
+            to_port(c, s, out, m, queue, txq, stage, t0, pending);
+        },
+        tb);
     return bs;
 }
 
@@ -139,6 +148,7 @@ int worker_main(void* arg) {
     TracePending traced;  // `ctl trace` records waiting for their egress queue (this poll only).
     BurstState bs;
     bs.flows = c.flows;
+    bs.hold_runs = true;
     // The `adaptive` rules' flow rates: this worker's, allocated once before the loop.
     FlowRates rates(kAdaptiveFlows, rte_get_tsc_hz());
     bs.rates = &rates;
@@ -173,8 +183,8 @@ int worker_main(void* arg) {
             } else {
                 process_burst(
                     s, static_cast<uint16_t>(p), pkts, n, st, bs,
-                    [&](uint16_t out, rte_mbuf* m) {
-                        to_port(c, s, out, m, txq, stage, t0, traced);
+                    [&](uint16_t out, rte_mbuf* m, bool queue) {
+                        to_port(c, s, out, m, queue, txq, stage, t0, traced);
                     },
                     NoObserver{});
             }
@@ -209,9 +219,16 @@ int worker_main(void* arg) {
             ->add(dt);
         if (got != 0) st.worker[WorkerCounter::rx_packets]->add(got);
         st.worker[WorkerCounter::polls]->inc();
+        // The held runs to the counters (BurstState::hold_runs): when traffic pauses, and every
+        // kHoldPolls polls under it.
+        if (bs.runs_snap != nullptr && (got == 0 || ++bs.runs_polls >= kHoldPolls))
+            flush_runs(st, bs);
         // Nothing of `s` is used past here: a snapshot replaced before this point may be freed.
-        rte_rcu_qsbr_quiescent(c.rcu, c.queue);
+        // Not while runs counting in its bank are held: the reload that replaced it waits for
+        // them.
+        if (bs.runs_snap == nullptr) rte_rcu_qsbr_quiescent(c.rcu, c.queue);
     }
+    flush_runs(st, bs);
     rte_rcu_qsbr_thread_offline(c.rcu, c.queue);
     rte_rcu_qsbr_thread_unregister(c.rcu, c.queue);
     c.finished.store(true, std::memory_order_release);

@@ -361,9 +361,9 @@ int cmd_replay(const ReplayOptions& o) {
                 std::string headers;
                 process_burst(
                     *snap, static_cast<uint16_t>(rx_port), burst + k, 1, *stats[w], bs[w],
-                    [&](uint16_t port, rte_mbuf* m) {
+                    [&](uint16_t port, rte_mbuf* m, bool queue) {
                         PortSched* ps = snap->scheds[port].get();
-                        if (ps == nullptr || m->hash.sched.traffic_class == kSchedOther) {
+                        if (!queue || ps == nullptr) {
                             tx.push_back({port, m, hdrs[seen - 1].ts, w});
                             return;
                         }

@@ -1389,7 +1389,7 @@ TEST_F(Burst, CountsAndMultiSegmentDropped) {
     BurstState bs;
     process_burst(
         *snap, kLan, pkts, 4, *st, bs,
-        [&](uint16_t port, rte_mbuf* m) {
+        [&](uint16_t port, rte_mbuf* m, bool) {
             EXPECT_EQ(port, kWan);
             out.push_back(m);
         },
@@ -1439,7 +1439,7 @@ TEST_F(Burst, OuterDscpMapAppliedAndHitsCounted) {
     std::vector<rte_mbuf*> out;
     BurstState bs;
     process_burst(
-        *ms, kLan, pkts, 3, *st, bs, [&](uint16_t, rte_mbuf* m) { out.push_back(m); },
+        *ms, kLan, pkts, 3, *st, bs, [&](uint16_t, rte_mbuf* m, bool) { out.push_back(m); },
         NoObserver{});
     ASSERT_EQ(out.size(), 3u);
     const auto outer_dscp = [](rte_mbuf* m) { return rte_pktmbuf_mtod(m, uint8_t*)[14 + 1] >> 2; };
@@ -1471,18 +1471,22 @@ struct CacheRun {
     std::unique_ptr<DecapFlowCache> decap = std::make_unique<DecapFlowCache>();
     std::vector<std::pair<uint16_t, Bytes>> sent;
     std::vector<Seen> seen;
+    size_t held = 0;  // Bursts that ended holding runs (hold).
 };
 
+// `hold`: the runs held across bursts as a worker holds them (BurstState::hold_runs), counted
+// (flush_runs()) after one burst in five, as an idle poll would, and at the end.
 CacheRun run_bursts(const Snapshot& s, uint16_t port, const std::vector<Bytes>& frames,
                     const std::vector<uint64_t>& ol, const std::vector<uint16_t>& bursts,
-                    bool cached, bool observed, rte_mempool* pool) {
+                    bool cached, bool observed, rte_mempool* pool, bool hold = false) {
     CacheRun res;
     BurstState bs;
+    bs.hold_runs = hold;
     bs.flows = res.flows.get();
     bs.encap = cached ? res.encap.get() : nullptr;
     bs.decap_flows = cached ? res.decap.get() : nullptr;
     bs.now_tsc = 1;
-    auto sink = [&](uint16_t out, rte_mbuf* m) {
+    auto sink = [&](uint16_t out, rte_mbuf* m, bool) {
         const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
         res.sent.emplace_back(out, Bytes(d, d + m->data_len));
         rte_pktmbuf_free(m);
@@ -1494,7 +1498,7 @@ CacheRun run_bursts(const Snapshot& s, uint16_t port, const std::vector<Bytes>& 
         x.n.roce_l3 = x.n.roce_bth = nullptr;
         res.seen.push_back(x);
     };
-    size_t next = 0;
+    size_t next = 0, held_bursts = 0;
     for (const uint16_t n : bursts) {
         std::vector<rte_mbuf*> pkts(n);
         for (uint16_t i = 0; i < n; ++i) {
@@ -1509,7 +1513,17 @@ CacheRun run_bursts(const Snapshot& s, uint16_t port, const std::vector<Bytes>& 
             process_burst(s, port, pkts.data(), n, *res.st, bs, sink, observe);
         else
             process_burst(s, port, pkts.data(), n, *res.st, bs, sink, NoObserver{});
-        EXPECT_EQ(bs.encap_runs.n + bs.decap_runs.n, 0) << "no run outlives its burst";
+        res.held += bs.runs_snap != nullptr;
+        if (!hold) {
+            EXPECT_EQ(bs.encap_runs.n + bs.decap_runs.n, 0) << "no run outlives its burst";
+        } else if (++held_bursts % 5 == 0) {
+            flush_runs(*res.st, bs);
+        }
+    }
+    if (hold) {
+        EXPECT_GT(res.held, 0u) << "runs were held across bursts";
+        flush_runs(*res.st, bs);
+        EXPECT_EQ(bs.encap_runs.n + bs.decap_runs.n, 0);
     }
     return res;
 }
@@ -1571,19 +1585,21 @@ void expect_as_per_packet(const CacheRun& ref, const CacheRun& r, size_t frames)
     }
 }
 
-// A cache test's three runs of the same frames and bursts: the per-packet path (no caches,
-// observed), and with the caches as workers run them (no observer) and observed.
+// A cache test's runs of the same frames and bursts: the per-packet path (no caches, observed),
+// and with the caches: each burst's runs counted at its end (no observer, and observed), and the
+// runs held across bursts, as workers run them.
 struct CacheRuns {
-    CacheRun per_packet, hits, observed;
+    CacheRun per_packet, hits, observed, held;
 };
 
-CacheRuns run_three(const Snapshot& s, uint16_t port, const std::vector<Bytes>& frames,
+CacheRuns run_four(const Snapshot& s, uint16_t port, const std::vector<Bytes>& frames,
                     const std::vector<uint64_t>& ol, const std::vector<uint16_t>& bursts,
                     rte_mempool* pool) {
     CacheRuns r;
     r.per_packet = run_bursts(s, port, frames, ol, bursts, false, true, pool);
     r.hits = run_bursts(s, port, frames, ol, bursts, true, false, pool);
     r.observed = run_bursts(s, port, frames, ol, bursts, true, true, pool);
+    r.held = run_bursts(s, port, frames, ol, bursts, true, false, pool, true);
     return r;
 }
 
@@ -1678,7 +1694,7 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
         frames.push_back(b.payload(pick(300)).build());
     }
     const CacheRuns r =
-        run_three(*ms, kLan, frames, {}, random_bursts(rng, frames.size()), big_pool());
+        run_four(*ms, kLan, frames, {}, random_bursts(rng, frames.size()), big_pool());
 
     // The mix reached what it is about, and the cache took most of it.
     const ConfigCounters& cc = r.per_packet.st->bank[0];
@@ -1696,6 +1712,7 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
     EXPECT_GT(warm_hits(*ms, kLan, frames, {}, r), 4000u);
     expect_as_per_packet(r.per_packet, r.hits, frames.size());
     expect_as_per_packet(r.per_packet, r.observed, frames.size());
+    expect_as_per_packet(r.per_packet, r.held, frames.size());
 }
 
 // The same for decap hits (DecapFlowCache): hot and cold flows over four IPv4 tunnels (Geneve and
@@ -1781,7 +1798,7 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
         ol.push_back(flags);
     }
     const CacheRuns r =
-        run_three(*snap, kWan, frames, ol, random_bursts(rng, frames.size()), big_pool());
+        run_four(*snap, kWan, frames, ol, random_bursts(rng, frames.size()), big_pool());
 
     const ConfigCounters& cc = r.per_packet.st->bank[0];
     uint64_t decaps = 0, cnps = 0, remarked = 0, ce = 0;
@@ -1803,6 +1820,73 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
     EXPECT_GT(warm_hits(*snap, kWan, frames, ol, r), 3000u);
     expect_as_per_packet(r.per_packet, r.hits, frames.size());
     expect_as_per_packet(r.per_packet, r.observed, frames.size());
+    expect_as_per_packet(r.per_packet, r.held, frames.size());
+}
+
+// A worker holds its hits' runs across bursts (BurstState::hold_runs): they reach the counters
+// and the conversation table only at flush_runs(), and runs held under one snapshot are counted
+// in its counter bank before a burst under the next one (which has the other bank) binds the
+// cache, so a reload's retired bank gets every packet of its snapshot.
+TEST_F(Burst, HeldRunsCountInTheirSnapshotsBank) {
+    auto next = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
+    next->bank = 1;
+    next->generation = snap->generation + 1;
+    auto st = std::make_unique<WorkerStats>();
+    auto flows = std::make_unique<FlowTable>(1024);
+    auto encap = std::make_unique<EncapCache>();
+    BurstState bs;
+    bs.hold_runs = true;
+    bs.flows = flows.get();
+    bs.encap = encap.get();
+    bs.now_tsc = 1;
+    size_t sent = 0;
+    auto burst = [&](const Snapshot& s, uint16_t n) {
+        std::vector<rte_mbuf*> pkts;
+        for (uint16_t i = 0; i < n; ++i) pkts.push_back(put(roce4("10.10.0.5", "10.20.0.9", 0)));
+        process_burst(
+            s, kLan, pkts.data(), n, *st, bs,
+            [&](uint16_t, rte_mbuf* m, bool) {
+                ++sent;
+                rte_pktmbuf_free(m);
+            },
+            NoObserver{});
+    };
+    auto encaps = [&](size_t bank) {
+        uint64_t n = 0;
+        for (size_t t = 0; t < kMaxTunnels; ++t)
+            n += st->bank[bank].tunnel[TunnelCounter::encap_packets][t].get();
+        return n;
+    };
+    auto conversation = [&] {
+        uint64_t n = 0;
+        for (uint32_t i = 0; i < flows->size(); ++i)
+            if (FlowSample f; flows->read(i, f)) n += f.pkts;
+        return n;
+    };
+    burst(*snap, 8);  // The first fills the entry (counted now), seven hits held.
+    EXPECT_EQ(sent, 8u);
+    EXPECT_EQ(encaps(0), 1u);
+    EXPECT_EQ(conversation(), 1u);
+    EXPECT_EQ(st->port[PortCounter::rx_packets][kLan].get(), 8u) << "the port's own, per burst";
+    EXPECT_EQ(bs.runs_snap, snap.get());
+    burst(*snap, 8);
+    EXPECT_EQ(encaps(0), 1u) << "still held";
+    burst(*next, 4);  // The held 15 to bank 0 first; one fill and three hits held under `next`.
+    EXPECT_EQ(encaps(0), 16u);
+    EXPECT_EQ(encaps(1), 1u);
+    EXPECT_EQ(conversation(), 17u);
+    EXPECT_EQ(bs.runs_snap, next.get());
+    flush_runs(*st, bs);
+    EXPECT_EQ(bs.runs_snap, nullptr);
+    EXPECT_EQ(encaps(0), 16u);
+    EXPECT_EQ(encaps(1), 4u);
+    EXPECT_EQ(conversation(), 20u);
+    EXPECT_EQ(st->bank[0].cls[ClassCounter::packets][kNoClass].get() +
+                  st->bank[1].cls[ClassCounter::packets][kNoClass].get(),
+              0u)
+        << "a class took every packet";
+    flush_runs(*st, bs);  // Nothing held: nothing counted twice.
+    EXPECT_EQ(encaps(1), 4u);
 }
 
 // A DF packet too big for its tunnel gets an ICMP error, unless its sender is no unicast host
@@ -1815,7 +1899,7 @@ TEST_F(Burst, TooBigAnsweredOrSuppressed) {
     BurstState bs;
     process_burst(
         *snap, kLan, pkts, 2, *st, bs,
-        [&](uint16_t port, rte_mbuf* m) {
+        [&](uint16_t port, rte_mbuf* m, bool) {
             EXPECT_EQ(port, kLan) << "the error goes back to the sender";
             out.push_back(m);
         },
@@ -1891,7 +1975,7 @@ TEST_F(Burst, DeviceChecksumVerdictOnDecap) {
         unsigned sent = 0;
         process_burst(
             *snap, kWan, &m, 1, *st, bs,
-            [&](uint16_t port, rte_mbuf* out) {
+            [&](uint16_t port, rte_mbuf* out, bool) {
                 EXPECT_EQ(port, kLan) << c.what;
                 ++sent;
                 rte_pktmbuf_free(out);

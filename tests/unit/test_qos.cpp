@@ -477,7 +477,7 @@ TEST_F(Qos, BurstCountsColoursAdaptiveHitsAndPcpMaps) {
     bs.rates = &rates;
     std::vector<rte_mbuf*> out;
     process_burst(
-        *snap_, 0, pkts, 7, *st, bs, [&](uint16_t, rte_mbuf* m) { out.push_back(m); },
+        *snap_, 0, pkts, 7, *st, bs, [&](uint16_t, rte_mbuf* m, bool) { out.push_back(m); },
         NoObserver{});
     EXPECT_EQ(out.size(), 6u) << "the red one dropped";
     const auto& pol = st->bank[0].policer;
@@ -494,7 +494,7 @@ TEST_F(Qos, BurstCountsColoursAdaptiveHitsAndPcpMaps) {
         rte_mbuf* m = put(tagged_roce(4, 1000));
         bs.now_tsc = ms(30000 + 0.025 * i);
         process_burst(
-            *snap_, 0, &m, 1, *st, bs, [&](uint16_t, rte_mbuf* x) { rte_pktmbuf_free(x); },
+            *snap_, 0, &m, 1, *st, bs, [&](uint16_t, rte_mbuf* x, bool) { rte_pktmbuf_free(x); },
             NoObserver{});
         hits = st->bank[0].cls[ClassCounter::adaptive_hits][2].get();
     }
