@@ -9,7 +9,8 @@ RoCE data and everything else weighted 70/30). TCP is "everything else".
 Two runs, everything else equal:
 - `ecn`: the default queue marks ECT packets CE from 100 kB (probability 0 -> 1 at 200 kB). The
   sender uses ECN (`net.ipv4.tcp_ecn = 1`) and DCTCP where the kernel has it, else CUBIC. Expected:
-  the wire rate within 5 % of 100 Mbit/s, the queue held near 100..200 kB, zero retransmissions.
+  the wire rate within 5 % of 100 Mbit/s, the queue held near 100..200 kB, no gateway drop and no
+  retransmission but those the receiver reports as duplicates (D-SACK: TCP's own timing, no loss).
 - `drop`: no `ecn` key, four CUBIC flows; the queue fills to its 2 MB limit and drops. Expected:
   drops and retransmissions, and from the first limit drop on a queue of over 1 MB (over 100 ms).
 Meanwhile CNP-class probes (UDP/4791, BTH opcode 0x81) and probes of the TCP flow's queue
@@ -217,6 +218,9 @@ def run(mode, cc):
         "rate": (marks["b1"] - marks["b0"]) * 8 / (marks["t1"] - marks["t0"]),
         "retrans": snmp1["RetransSegs"] - snmp0["RetransSegs"],
         "delivered_ce": ext1.get("TCPDeliveredCE", 0) - ext0.get("TCPDeliveredCE", 0),
+        # Retransmissions the receiver reported as duplicates (D-SACK, RFC 2883): the original
+        # arrived, so they were TCP's own timing (a tail loss probe, a spurious timeout), no loss.
+        "dsack": sum(ext1.get(k, 0) - ext0.get(k, 0) for k in ("TCPDSACKRecv", "TCPDSACKOfoRecv")),
         "in_ce": ip1["InCEPkts"] - ip0["InCEPkts"],
         "depths": [d for _, d in depths], "cnp": got["cnp"], "data": got["data"], "flows": sent["flows"],
         # From the first limit drop on (the drop run's premise), depths and probes sent since.
@@ -236,7 +240,8 @@ def report(r):
     dep = r["depths"]
     print(f"   {r['mode']}: idle path through the gateway: {r['rtt']}")
     print(f"   {r['mode']}: {r['flows']} x {r['cc']}, wire {r['rate'] / 1e6:.2f} Mbit/s (cloud veth rx, 2..{r['seconds'] - 0.5:.1f} s), "
-          f"TCP {r['received'] / 1e6:.1f} MB delivered, retransmitted segments {r['retrans']}, "
+          f"TCP {r['received'] / 1e6:.1f} MB delivered, retransmitted segments {r['retrans']} "
+          f"({r['dsack']} reported duplicate by D-SACK), "
           f"CE: {r['ce_marked']} marked by the queue, {r['in_ce']} seen by the receiver's IP (outer and inner), "
           f"{r['delivered_ce']} acknowledged as CE to the sender; drops {r['drops']}")
     print(f"   {r['mode']}: default queue depth over {len(dep)} samples: p10 {pct(dep, 0.1) / 1e3:.1f} kB, "
@@ -281,8 +286,11 @@ def main():
 
         def with_ecn():
             assert abs(ecn["rate"] - RATE) <= 0.05 * RATE, f"wire rate {ecn['rate'] / 1e6:.2f} Mbit/s, 100 +- 5 %"
-            assert ecn["retrans"] == 0, \
-                f"{ecn['retrans']} retransmitted segments with ECN (gateway drops {ecn['drops']})"
+            # Nothing lost: every retransmission one the receiver already had (D-SACK), and none
+            # dropped by the gateway.
+            assert ecn["retrans"] <= ecn["dsack"], \
+                (f"{ecn['retrans']} retransmitted segments with ECN, {ecn['dsack']} of them reported "
+                 f"duplicate (gateway drops {ecn['drops']})")
             assert sum(ecn["drops"].values()) == 0, f"drops with ECN: {ecn['drops']}"
             assert ecn["ce_marked"] > 0 and ecn["in_ce"] > 0 and ecn["delivered_ce"] > 0, \
                 "CE marked by the gateway, seen by the receiver and echoed to the sender"
