@@ -378,15 +378,32 @@ bool decap_parsed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Dec
     return true;
 }
 
-// Records what the slow way decided for the flow of key `k` (its inner TOS now `tos`, its
-// notes `n`) in its set `set`, as encap_fill() does.
+// Records what the slow way decided for the flow of key `k` (its notes `n`, the inner frame as
+// sent at `inner`) in its set `set`, as encap_fill() does. A routed LAN's entry keeps the host's
+// neighbour slot and its reuse count (the slow way resolved the host just now; found again, and
+// nothing is filled when the control thread removed it meanwhile).
 __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k, const Snapshot& s,
-                                          uint16_t rx_port, const PacketNotes& n, uint8_t tos) {
+                                          uint16_t rx_port, const PacketNotes& n,
+                                          const uint8_t* inner) {
     static_assert(DecapFlowCache::kWays == 2);
+    const TunnelConf& t = s.tunnels[static_cast<size_t>(n.tunnel_id)];
+    const PortConf& lan = s.ports[t.inner_port];
+    const bool routed = lan.has_ipv4 || lan.has_ipv6;
+    const uint8_t* dst = inner + kEthLen + kIpv4DstOff;
+    int host = -1;
+    uint32_t reuse = 0;
+    if (routed) {
+        host = s.neighbors->find(4, t.inner_port, dst);
+        if (host < 0) return;
+        // remove() takes the key out of the index before it counts the reuse (release): a count
+        // that is already the next one shows the key gone from the second lookup.
+        reuse = s.neighbors->at(static_cast<size_t>(host)).reuse.load(std::memory_order_acquire);
+        if (s.neighbors->find(4, t.inner_port, dst) != host) return;
+    }
     DecapFlow& e = fill_way(
         set, [&k](const DecapFlow& f) { return decap_flow_is(f, k); },
         [](const DecapFlow& f) { return f.outer_rest != 0; });
-    const TunnelConf& t = s.tunnels[static_cast<size_t>(n.tunnel_id)];
+    const uint8_t tos = inner[kEthLen + kIpv4TosOff];
     e.outer_addrs = k.w[0];
     e.inner_addrs = k.w[1];
     e.inner_rest = k.w[2];
@@ -399,9 +416,15 @@ __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k,
     // The key's inner TOS is the one received; the inner IP header's first byte is 0x45.
     const auto tos_in = static_cast<uint8_t>(k.w[2] >> 32);
     e.tos_delta = tos_in == tos ? 0 : ipv4_tos_csum_delta(0x45, tos_in, tos);
-    e.out_port = t.inner_port;
+    e.out_port = static_cast<uint8_t>(t.inner_port);
     e.notes = n;
     e.notes.roce_l3 = e.notes.roce_bth = nullptr;
+    e.routed = routed;
+    if (routed) {
+        e.host = static_cast<uint32_t>(host);
+        e.host_reuse = reuse;
+        e.lan_mac = lan.mac;
+    }
 }
 
 }  // namespace
@@ -421,7 +444,7 @@ bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Decap
     // The inner frame where the key read it (an eight-byte tunnel header), and a LAN the cache
     // serves.
     if (f.data == d + kInnerOff && serves_lan(s, s.tunnels[static_cast<size_t>(o.tunnel_id)]))
-        decap_fill(decap_flow_set(*flows, key), key, s, rx_port, o, f.data[kEthLen + kIpv4TosOff]);
+        decap_fill(decap_flow_set(*flows, key), key, s, rx_port, o, f.data);
     return true;
 }
 

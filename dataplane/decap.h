@@ -5,6 +5,8 @@
 
 namespace dscpgw {
 
+struct Neighbor;
+
 // What the shortcut decided for one flow of IPv4 in IPv4 tunnel traffic, so that its next packets
 // skip both parses, the tunnel lookup, RFC 6040 and the DSCP policy (the decap side of the
 // EncapCache, encap.h). The key is everything of the frame those steps read: the outer addresses,
@@ -12,9 +14,10 @@ namespace dscpgw {
 // ports and BTH opcode, and the receiving port; not the outer UDP source port (the far end's
 // entropy), which nothing decides by. Checked again on every hit: the lengths (outer against the
 // frame and the port's MTU, UDP against the outer, inner against the UDP payload and the tunnel's
-// inner MTU), the outer header checksum, and the inner destination MAC (no IEEE link-local).
-// Only flows to an untagged transparent LAN are kept: a routed LAN's host MAC is learned and may
-// move to another slot, and a tagged LAN's PCP is written per packet (both take the slow way).
+// inner MTU), the outer header checksum, the inner destination MAC (no IEEE link-local), and for a
+// routed LAN the host's neighbour slot (still its host's, resolved: the MAC is read from it on
+// every hit, as the slow way does). Only flows to an untagged LAN are kept: a tagged LAN's PCP is
+// written per packet (the slow way).
 struct alignas(64) DecapFlow {
     // Key: the outer IPv4 source and destination, the inner ones, as they lie in the frame.
     uint64_t outer_addrs = 0, inner_addrs = 0;
@@ -29,7 +32,8 @@ struct alignas(64) DecapFlow {
     bool roce = false;        // The inner packet carries a BTH (UDP 4791).
     // The inner header checksum's change for the key's inner TOS -> tos, 0 when it is kept.
     uint16_t tos_delta = 0;
-    uint16_t out_port = 0;  // The tunnel's inner port.
+    uint8_t out_port = 0;  // The tunnel's inner port.
+    bool routed = false;   // The LAN is routed: `host`, `host_reuse`, `lan_mac` below.
     // The burst loop's run of this flow's hits, as EncapFlow's (burst.h) but for the bytes as
     // received, which no decap counter needs; zero between bursts. In the key's line, as
     // everything a hit reads or writes.
@@ -37,11 +41,16 @@ struct alignas(64) DecapFlow {
     uint32_t run_qp = 0;
     uint32_t run_ip_bytes = 0;
     PacketNotes notes;  // The packet's notes but for its RoCE pointers.
+    // A routed LAN: the inner destination's neighbour slot (DecapFlowCache::hosts) and its
+    // Neighbor::reuse when filled; the LAN port's MAC, the frame's new source.
+    uint32_t host = 0, host_reuse = 0;
+    std::array<uint8_t, 6> lan_mac{};
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(inner_rest >> 40); }  // The key's.
     uint64_t roce_addrs() const { return inner_addrs; }  // The conversation's (FlowTable::add4()).
 };
 static_assert(sizeof(DecapFlow) == 128, "two cache lines an entry");
+static_assert(kMaxPorts <= 256, "DecapFlow::out_port");
 
 // A worker's DecapFlows, as EncapCache: two-way sets chosen by a hash of the key, bound to one
 // snapshot (generation and address). 32 KB.
@@ -50,6 +59,7 @@ struct DecapFlowCache {
     const Snapshot* snap = nullptr;
     uint64_t generation = 0;
     bool useful = false;  // Some tunnel's flows can be kept (decap_fast::decap_cache_bind()).
+    const Neighbor* hosts = nullptr;  // The snapshot's neighbour slots (DecapFlow::host).
     DecapFlow flow[kWays << kSetBits];
 };
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "dataplane/decap.h"
+#include "dataplane/neighbor.h"
 #include "dataplane/packet.h"
 #include "dataplane/wire.h"
 
@@ -28,10 +29,9 @@ inline bool ieee_link_local(const uint8_t* dst_mac) {
     return load32(dst_mac) == 0x0180c200u && dst_mac[4] == 0 && (dst_mac[5] & 0xf0) == 0;
 }
 
-// Whether the cache may keep flows of tunnel `t` to its LAN: untagged and transparent (DecapFlow).
+// Whether the cache may keep flows of tunnel `t` to its LAN: untagged (DecapFlow).
 inline bool serves_lan(const Snapshot& s, const TunnelConf& t) {
-    const PortConf& lan = s.ports[t.inner_port];
-    return lan.vlan == 0 && !lan.has_ipv4 && !lan.has_ipv6;
+    return s.ports[t.inner_port].vlan == 0;
 }
 
 // The DecapFlowCache key: DecapFlow's first five words.
@@ -88,11 +88,12 @@ inline bool decap_flow_is(const DecapFlow& e, const DecapFlowKey& k) {
 }
 
 // Empties `c` when it was filled under another snapshot than `s` (another address or generation),
-// and says whether any tunnel's flows can be kept (an IPv4 underlay and an untagged transparent
-// LAN: DecapFlow); once a burst, before decap_hit().
+// and says whether any tunnel's flows can be kept (an IPv4 underlay and an untagged LAN:
+// DecapFlow); once a burst, before decap_hit().
 inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     if (likely(!rebind(c, s))) return;
     for (DecapFlow& e : c.flow) e.outer_rest = 0;
+    c.hosts = s.neighbors != nullptr ? &s.neighbors->at(0) : nullptr;
     c.useful = false;
     for (const TunnelConf& t : s.tunnels) c.useful = c.useful || (!t.outer_v6 && serves_lan(s, t));
 }
@@ -117,6 +118,17 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
                                                    : !ipv4_header_sum_ok(d + kEthLen, 5))
         return {};
     if (ieee_link_local(d + kInnerOff)) return {};
+    // A routed LAN: the host's slot still its own (not freed since the fill) and resolved; the frame
+    // readdressed to its MAC as it is now (as decap_tail() reads it), from the LAN port's. The last
+    // check, so its writes may come with it.
+    if (unlikely(e->routed)) {
+        const Neighbor& h = c.hosts[e->host];
+        if (h.reuse.load(std::memory_order_relaxed) != e->host_reuse) return {};
+        const uint64_t host_mac = h.mac.load(std::memory_order_relaxed);
+        if ((host_mac & kNeighborValid) == 0) return {};
+        unpack_mac(host_mac, d + kInnerOff);
+        std::memcpy(d + kInnerOff + 6, e->lan_mac.data(), 6);
+    }
     // As it lies, as FlowTable::add() reads it; inside the frame (kLeastFrame).
     uint32_t qp = 0;
     if (bth) std::memcpy(&qp, d + kInnerOff + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);

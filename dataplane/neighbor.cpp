@@ -190,7 +190,9 @@ void NeighborTable::remove(size_t i, uint64_t now_tsc) {
     if (!n.live || n.configured) return;
     const NeighborKey key = make_key(n.family, n.port, n.addr.data());
     (void)rte_hash_del_key(index_, &key);
-    // A worker that found the entry just before sees it unresolved, never another host's MAC.
+    // A worker that found the entry just before sees it unresolved, never another host's MAC; one
+    // that kept its index sees another reuse count.
+    n.reuse.store(n.reuse.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     n.mac.store(0, std::memory_order_relaxed);
     n.live = false;
     --learned_[n.port];

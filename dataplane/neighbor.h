@@ -47,6 +47,10 @@ struct alignas(64) Neighbor {
     // confirmed it. Workers accept a first or changed MAC on an outer port only within
     // kNeighborProbeWindow of it: only answers to our own questions teach there.
     std::atomic<uint64_t> probe_tsc{0};
+    // Owner: the control thread (+1 in remove(), before the slot may serve another host); workers:
+    // ro. A worker that kept the slot's index (a decap flow cache entry for a routed LAN's host)
+    // sees from it that the slot is no longer its host's.
+    std::atomic<uint32_t> reuse{0};
     // Owner: the control thread (rw, when a snapshot that configures it is accepted); workers: ro.
     std::atomic<bool> is_static{false};
     // Written once by add(), before the entry is published in the index; immutable after.

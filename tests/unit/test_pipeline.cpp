@@ -745,6 +745,109 @@ TEST(DecapCache, HitsComeFromItAndANewSnapshotEmptiesIt) {
     EXPECT_EQ(cache.snap, next.get());
 }
 
+// The decap flow cache on a routed LAN: a hit delivers to the host's MAC as its neighbour slot has
+// it now (a changed MAC is followed, an unresolved one sends the packet the slow way), from the
+// LAN port's MAC; a slot freed and given to another host, even one with the same MAC, is no longer
+// the entry's (Neighbor::reuse), so the host's packets are dropped as the slow way drops them.
+TEST(DecapFlowCache, RoutedLanHitsFollowTheHostsSlot) {
+    const Config cfg = parse_config(R"(
+[[ports]]
+name = "lan"
+role = "inner"
+device = "a"
+ipv4 = "10.10.0.1/24"
+mac = "02:00:00:00:10:01"
+[[ports]]
+name = "wan"
+role = "outer"
+device = "b"
+ipv4 = "198.18.0.1"
+mac = "02:00:00:00:00:01"
+mtu = 1600
+[[tunnels]]
+name = "g4"
+type = "geneve"
+vni = 100
+remote = "198.18.7.7"
+next_hop_mac = "02:00:00:00:00:fe"
+inner_mac = "02:00:00:00:0d:01"
+routes = ["10.20.0.0/16"]
+)",
+                                    "routed.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    const Bytes frame = PacketBuilder()
+                            .eth(kWanMac, kNh4)
+                            .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
+                            .udp(50000, 6081, false)
+                            .geneve(100)
+                            .raw(PacketBuilder()
+                                     .eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1})
+                                     .ipv4("10.20.0.9", "10.10.0.5", 26 << 2)
+                                     .udp(1, 4791)
+                                     .bth(4)
+                                     .payload(16)
+                                     .build())
+                            .build();
+    const std::array<uint8_t, 6> host5{2, 0, 0, 0, 0x10, 5}, other{2, 0, 0, 0, 0x10, 6};
+    const Bytes lan_mac{2, 0, 0, 0, 0x10, 1};
+    const uint8_t a5[4] = {10, 10, 0, 5}, a7[4] = {10, 10, 0, 7};
+    const int slot = table.add(4, 0, a5, false, 1);
+    ASSERT_GE(slot, 0);
+    Neighbor& n = table.at(static_cast<size_t>(slot));
+    n.mac.store(kNeighborValid | pack_mac(host5.data()));
+    DecapFlowCache cache;
+    struct Out {
+        DropReason drop;
+        int16_t dscp;
+        Bytes macs;  // The inner frame's destination and source as sent.
+    };
+    auto run = [&]() {
+        test::TestFrame t(frame);
+        const Outcome o = process_packet(*snap, kWan, t.frame, nullptr, nullptr, nullptr, &cache);
+        const Bytes b = t.bytes();
+        return Out{o.drop, o.dscp_out, o.drop == DropReason::none ? Bytes(b.begin(), b.begin() + 12)
+                                                                 : Bytes{}};
+    };
+    auto entry = [&]() -> DecapFlow* {
+        for (DecapFlow& e : cache.flow)
+            if (e.outer_rest != 0) return &e;
+        return nullptr;
+    };
+    auto macs = [&](const std::array<uint8_t, 6>& dst) {
+        Bytes b(dst.begin(), dst.end());
+        b.insert(b.end(), lan_mac.begin(), lan_mac.end());
+        return b;
+    };
+    Out o = run();
+    ASSERT_EQ(o.drop, DropReason::none);
+    EXPECT_EQ(o.macs, macs(host5));
+    ASSERT_NE(entry(), nullptr) << "a routed LAN's flow is kept";
+    EXPECT_TRUE(entry()->routed);
+    entry()->notes.dscp_out = 63;  // Planted: a hit answers from the entry.
+    o = run();
+    EXPECT_EQ(o.dscp, 63);
+    EXPECT_EQ(o.macs, macs(host5));
+    // The host's MAC changes in its slot: the hit delivers to the new one.
+    n.mac.store(kNeighborValid | pack_mac(other.data()));
+    o = run();
+    EXPECT_EQ(o.dscp, 63);
+    EXPECT_EQ(o.macs, macs(other));
+    // Unresolved: the slow way drops the packet; resolved again, the entry serves again.
+    n.mac.store(0);
+    EXPECT_EQ(run().drop, DropReason::no_neighbor);
+    n.mac.store(kNeighborValid | pack_mac(host5.data()));
+    o = run();
+    EXPECT_EQ(o.dscp, 63);
+    EXPECT_EQ(o.macs, macs(host5));
+    // The slot freed and given to another host with the same MAC: not the entry's host any more.
+    table.remove(static_cast<size_t>(slot), 2);
+    table.reclaim(uint64_t{1} << 62);
+    ASSERT_EQ(table.add(4, 0, a7, false, 3), slot) << "the slot reused";
+    n.mac.store(kNeighborValid | pack_mac(host5.data()));
+    EXPECT_EQ(run().drop, DropReason::no_neighbor);
+}
+
 // The worker's decap flow cache: a hit is taken from its entry (a planted note shows), the entry
 // is kept while the snapshot is the same, and another generation or another snapshot (here one
 // whose tunnel copies the outer DSCP inward) empties it, so the packet follows the new policy.
