@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -78,8 +79,10 @@ inline uint64_t pack_mac(const uint8_t* m) {
     return v;
 }
 
+// The low 48 bits of `v` as the six bytes of a MAC: one byte swap and a six-byte store.
 inline void unpack_mac(uint64_t v, uint8_t* m) {
-    for (int i = 5; i >= 0; --i, v >>= 8) m[i] = static_cast<uint8_t>(v);
+    const uint64_t be = __builtin_bswap64(v << 16);
+    std::memcpy(m, &be, 6);
 }
 
 class NeighborTable {
