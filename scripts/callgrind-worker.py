@@ -7,11 +7,12 @@ worker. Instructions are counted only inside the worker loop (PMD RX/TX included
 packets the worker received. Prints one line per case.
 
 With --frames multi it replays bench-forward.py's 128-frame, 16-queue-pair capture instead of one
-frame. With --keep DIR the callgrind files stay in DIR (`callgrind_annotate DIR/encap.callgrind`
+frame. With --lan routed the LAN port has an address (10.0.0.1/8, a routed LAN) and every inner
+destination a static [[neighbors]] entry, so that decap readdresses each frame to its host. With --keep DIR the callgrind files stay in DIR (`callgrind_annotate DIR/encap.callgrind`
 breaks the figure down by function).
 
 Usage: callgrind-worker.py [--dscpgw build/dscpgw] [--seconds N] [--size 74] [--flows N]
-                           [--frames single|multi] [--keep DIR]
+                           [--frames single|multi] [--lan transparent|routed] [--keep DIR]
 """
 import argparse
 import glob
@@ -49,6 +50,10 @@ def measure(binary, cfg_text, tmp, seconds, name):
     rx = re.search(r"worker 0: rx (\d+) pkts", out)
     if not rx or int(rx.group(1)) == 0:
         raise RuntimeError("dscpgw under callgrind forwarded nothing:\n" + out[-3000:])
+    drops = re.search(r"drops:\s+total\s+(\d+)", out)
+    if drops is None or int(drops.group(1)) != 0:
+        raise RuntimeError("dscpgw under callgrind dropped packets (the figure would not be the "
+                           "forwarding path's):\n" + out[-3000:])
     total = 0
     for fn in glob.glob(out_file + "*"):
         with open(fn) as f:
@@ -58,6 +63,12 @@ def measure(binary, cfg_text, tmp, seconds, name):
     return total / int(rx.group(1)), int(rx.group(1))
 
 
+def routed(cfg):
+    """The config with its LAN port routed: an address on the inner destinations' network."""
+    i = cfg.index('name = "lan"\n')
+    return cfg[:i] + 'name = "lan"\nipv4 = "10.0.0.1/8"\nmac = "02:00:00:00:10:01"\n' + cfg[i + 13:]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
@@ -65,19 +76,27 @@ def main():
     ap.add_argument("--size", type=int, default=74)
     ap.add_argument("--flows", type=int, default=None, help="[metrics] flows (default: the gateway's)")
     ap.add_argument("--frames", choices=["single", "multi"], default="single")
+    ap.add_argument("--lan", choices=["transparent", "routed"], default="transparent")
     ap.add_argument("--keep", default=None, help="a directory for the callgrind files")
     a = ap.parse_args()
     tmp = a.keep or tempfile.mkdtemp(prefix="dscpgw-callgrind-")
     os.makedirs(tmp, exist_ok=True)
     extra = f"\n[metrics]\nflows = {a.flows}\n" if a.flows is not None else ""
     inners = bench.frames(a.size, a.frames)
+    if a.lan == "routed":
+        hosts = sorted({x["IP"].dst for x in inners} | {x["IP"].src for x in inners})
+        extra += "".join(f'\n[[neighbors]]\nport = "lan"\nip = "{h}"\nmac = "02:00:00:00:10:{i + 16:02x}"\n'
+                         for i, h in enumerate(hosts))
     eal = ["--no-huge"] + bench.EAL
     inner_pcap = os.path.join(tmp, "inner.pcap")
     wrpcap(inner_pcap, inners)
     cfg = bench.gw_config(eal, f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1", "net_null0,no-rx=1",
                           "geneve", bench.REMOTE[4]) + extra
+    if a.lan == "routed":
+        cfg = routed(cfg)
     ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "encap")
-    print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}: {ipp:.1f} instructions/pkt ({n} pkts)")
+    lan = "" if a.lan == "transparent" else ", routed LAN"
+    print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     outers = [bench.pktlib.encap(x, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2,
                                  sport=49152 + 53 * (i % 16))
               for i, x in enumerate(inners)]
@@ -85,8 +104,10 @@ def main():
     wrpcap(outer_pcap, outers)
     cfg = bench.gw_config(eal, "net_null0,no-rx=1", f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
                           "geneve", bench.REMOTE[4]) + extra
+    if a.lan == "routed":
+        cfg = routed(cfg)
     ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "decap")
-    print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}: {ipp:.1f} instructions/pkt ({n} pkts)")
+    print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     sys.stdout.flush()
 
 
