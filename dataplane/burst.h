@@ -278,8 +278,8 @@ class BurstCounters {
         const auto t = static_cast<size_t>(notes.tunnel_id);
         if (notes.dscp_rewritten) rewrites_ += n;
         if constexpr (kDecap) {
-            // Each packet left as its inner Ethernet header and IP packet.
-            decaps_.add(t, e.run_ip_bytes + uint64_t{n} * wire::kEthLen, n);
+            // Each packet left as its inner Ethernet header (and a tagged LAN's tag) and IP packet.
+            decaps_.add(t, e.run_ip_bytes + uint64_t{n} * e.l2_len(), n);
             if (unlikely(notes.qos_noted)) st_.dataplane[DataplaneCounter::pcp_rewrites][0].add(n);
             if (notes.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].add(n);
             if (notes.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].add(n);

@@ -378,18 +378,19 @@ bool decap_parsed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Dec
     return true;
 }
 
-// Records what the slow way decided for the flow of key `k` (its notes `n`, the inner frame as
-// sent at `inner`) in its set `set`, as encap_fill() does. A routed LAN's entry keeps the host's
-// neighbour slot and its reuse count (the slow way resolved the host just now; found again, and
-// nothing is filled when the control thread removed it meanwhile).
+// Records what the slow way decided for the flow of key `k` (its notes `n`, the frame as sent at
+// `out`, its IPv4 header at `ip`) in its set `set`, as encap_fill() does. A routed LAN's entry
+// keeps the host's neighbour slot and its reuse count (the slow way resolved the host just now;
+// found again, and nothing is filled when the control thread removed it meanwhile); a tagged LAN's
+// entry the tag the slow way pushed.
 __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k, const Snapshot& s,
                                           uint16_t rx_port, const PacketNotes& n,
-                                          const uint8_t* inner) {
+                                          const uint8_t* out, const uint8_t* ip) {
     static_assert(DecapFlowCache::kWays == 2);
     const TunnelConf& t = s.tunnels[static_cast<size_t>(n.tunnel_id)];
     const PortConf& lan = s.ports[t.inner_port];
     const bool routed = lan.has_ipv4 || lan.has_ipv6;
-    const uint8_t* dst = inner + kEthLen + kIpv4DstOff;
+    const uint8_t* dst = ip + kIpv4DstOff;
     int host = -1;
     uint32_t reuse = 0;
     if (routed) {
@@ -403,7 +404,7 @@ __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k,
     DecapFlow& e = fill_way(
         set, [&k](const DecapFlow& f) { return decap_flow_is(f, k); },
         [](const DecapFlow& f) { return f.outer_rest != 0; });
-    const uint8_t tos = inner[kEthLen + kIpv4TosOff];
+    const uint8_t tos = ip[kIpv4TosOff];
     e.outer_addrs = k.w[0];
     e.inner_addrs = k.w[1];
     e.inner_rest = k.w[2];
@@ -419,18 +420,20 @@ __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k,
     e.out_port = static_cast<uint8_t>(t.inner_port);
     e.notes = n;
     e.notes.roce_l3 = e.notes.roce_bth = nullptr;
-    e.routed = routed;
+    e.lan = routed          ? DecapFlow::kLanRouted
+            : lan.vlan != 0 ? DecapFlow::kLanTagged
+                            : DecapFlow::kLanTransparent;
     if (routed) {
         e.host = static_cast<uint32_t>(host);
         e.host_reuse = reuse;
         e.lan_mac = lan.mac;
     }
+    if (lan.vlan != 0) e.tci = load16(out + kEthLen);
 }
 
 }  // namespace
 
-// Everything but a hit; a success on a frame of the cache's form, to a LAN the cache serves,
-// fills the flow's entry.
+// Everything but a hit; a success on a frame of the cache's form fills the flow's entry.
 bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
                 DecapFlowCache* flows) {
     DecapFlowKey key;
@@ -441,19 +444,22 @@ bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Decap
         !decap_raw_key(d, f.len, rx_port, key, total, itotal, bth))
         return decap_parsed(s, rx_port, f, o, cache);
     if (!decap_parsed(s, rx_port, f, o, cache)) return false;
-    // The inner frame where the key read it (an eight-byte tunnel header), and a LAN the cache
-    // serves.
-    if (f.data == d + kInnerOff && serves_lan(s, s.tunnels[static_cast<size_t>(o.tunnel_id)]))
-        decap_fill(decap_flow_set(*flows, key), key, s, rx_port, o, f.data);
+    // The inner frame where the key read it (an eight-byte tunnel header; a tagged LAN's tag pushed
+    // in front of it).
+    const uint32_t tag =
+        s.ports[s.tunnels[static_cast<size_t>(o.tunnel_id)].inner_port].vlan != 0 ? kVlanLen : 0;
+    if (f.data + tag == d + kInnerOff)
+        decap_fill(decap_flow_set(*flows, key), key, s, rx_port, o, f.data,
+                   d + kInnerOff + kEthLen);
     return true;
 }
 
 void decap_hit_outcome(const DecapFlow& e, const Frame& f, Outcome& o) {
     PacketNotes& n = o;
     n = e.notes;
-    if (e.roce) {  // note_roce() for the untagged IPv4 inner frame.
-        n.roce_l3 = f.data + kEthLen;
-        n.roce_bth = f.data + kEthLen + kIpv4Len + kUdpLen;
+    if (e.roce) {  // note_roce() for the IPv4 inner frame (behind a tagged LAN's tag).
+        n.roce_l3 = f.data + e.l2_len();
+        n.roce_bth = f.data + e.l2_len() + kIpv4Len + kUdpLen;
     }
     o.out_port = e.out_port;
 }

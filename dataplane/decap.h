@@ -16,8 +16,8 @@ struct Neighbor;
 // frame and the port's MTU, UDP against the outer, inner against the UDP payload and the tunnel's
 // inner MTU), the outer header checksum, the inner destination MAC (no IEEE link-local), and for a
 // routed LAN the host's neighbour slot (still its host's, resolved: the MAC is read from it on
-// every hit, as the slow way does). Only flows to an untagged LAN are kept: a tagged LAN's PCP is
-// written per packet (the slow way).
+// every hit, as the slow way does). A tagged LAN's frames leave with the entry's tag (the LAN's
+// VLAN, the PCP its dscp_to_pcp gives the entry's DSCP).
 struct alignas(64) DecapFlow {
     // Key: the outer IPv4 source and destination, the inner ones, as they lie in the frame.
     uint64_t outer_addrs = 0, inner_addrs = 0;
@@ -33,7 +33,7 @@ struct alignas(64) DecapFlow {
     // The inner header checksum's change for the key's inner TOS -> tos, 0 when it is kept.
     uint16_t tos_delta = 0;
     uint8_t out_port = 0;  // The tunnel's inner port.
-    bool routed = false;   // The LAN is routed: `host`, `host_reuse`, `lan_mac` below.
+    uint8_t lan = 0;       // kLanTransparent, kLanRouted (`host`... below) or kLanTagged (`tci`).
     // The burst loop's run of this flow's hits, as EncapFlow's (burst.h) but for the bytes as
     // received, which no decap counter needs; zero between bursts. In the key's line, as
     // everything a hit reads or writes.
@@ -45,6 +45,11 @@ struct alignas(64) DecapFlow {
     // Neighbor::reuse when filled; the LAN port's MAC, the frame's new source.
     uint32_t host = 0, host_reuse = 0;
     std::array<uint8_t, 6> lan_mac{};
+    uint16_t tci = 0;  // A tagged LAN: the 802.1Q tag's PCP and VLAN.
+
+    static constexpr uint8_t kLanTransparent = 0, kLanRouted = 1, kLanTagged = 2;
+    // The frame's layer-2 header as it leaves: Ethernet, and a tagged LAN's 802.1Q tag.
+    uint32_t l2_len() const { return lan == kLanTagged ? 18 : 14; }
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(inner_rest >> 40); }  // The key's.
     uint64_t roce_addrs() const { return inner_addrs; }  // The conversation's (FlowTable::add4()).

@@ -29,11 +29,6 @@ inline bool ieee_link_local(const uint8_t* dst_mac) {
     return load32(dst_mac) == 0x0180c200u && dst_mac[4] == 0 && (dst_mac[5] & 0xf0) == 0;
 }
 
-// Whether the cache may keep flows of tunnel `t` to its LAN: untagged (DecapFlow).
-inline bool serves_lan(const Snapshot& s, const TunnelConf& t) {
-    return s.ports[t.inner_port].vlan == 0;
-}
-
 // The DecapFlowCache key: DecapFlow's first five words.
 struct DecapFlowKey {
     uint64_t w[5];
@@ -88,14 +83,14 @@ inline bool decap_flow_is(const DecapFlow& e, const DecapFlowKey& k) {
 }
 
 // Empties `c` when it was filled under another snapshot than `s` (another address or generation),
-// and says whether any tunnel's flows can be kept (an IPv4 underlay and an untagged LAN:
-// DecapFlow); once a burst, before decap_hit().
+// and says whether any tunnel's flows can be kept (an IPv4 underlay: DecapFlow); once a burst,
+// before decap_hit().
 inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     if (likely(!rebind(c, s))) return;
     for (DecapFlow& e : c.flow) e.outer_rest = 0;
     c.hosts = s.neighbors != nullptr ? &s.neighbors->at(0) : nullptr;
     c.useful = false;
-    for (const TunnelConf& t : s.tunnels) c.useful = c.useful || (!t.outer_v6 && serves_lan(s, t));
+    for (const TunnelConf& t : s.tunnels) c.useful = c.useful || !t.outer_v6;
 }
 
 // A DecapFlowCache hit of frame `f`: the inner frame decapsulated from its flow's entry when the
@@ -121,7 +116,7 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     // A routed LAN: the host's slot still its own (not freed since the fill) and resolved; the frame
     // readdressed to its MAC as it is now (as decap_tail() reads it), from the LAN port's. The last
     // check, so its writes may come with it.
-    if (unlikely(e->routed)) {
+    if (unlikely(e->lan == DecapFlow::kLanRouted)) {
         const Neighbor& h = c.hosts[e->host];
         if (h.reuse.load(std::memory_order_relaxed) != e->host_reuse) return {};
         const uint64_t host_mac = h.mac.load(std::memory_order_relaxed);
@@ -133,9 +128,21 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     uint32_t qp = 0;
     if (bth) std::memcpy(&qp, d + kInnerOff + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);
     if (e->tos_delta != 0) set_ipv4_tos_delta(d + kInnerOff + kEthLen, e->tos, e->tos_delta);
+    // Ethernet padding is not delivered (decap_tail()).
+    if (unlikely(e->lan == DecapFlow::kLanTagged)) {
+        // The LAN's tag behind the addresses, as decap_tail() pushes it.
+        uint8_t* tagged = d + kInnerOff - kVlanLen;
+        std::memmove(tagged, d + kInnerOff, 12);
+        store16(tagged + 12, kEtherTypeVlan);
+        store16(tagged + 14, e->tci);
+        f.data = tagged;
+        f.headroom += kInnerOff - kVlanLen;
+        f.len = kEthLen + kVlanLen + itotal;
+        return {e, itotal, qp};
+    }
     f.data = d + kInnerOff;
     f.headroom += kInnerOff;
-    f.len = kEthLen + itotal;  // Ethernet padding is not delivered (decap_tail()).
+    f.len = kEthLen + itotal;
     return {e, itotal, qp};
 }
 

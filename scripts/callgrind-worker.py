@@ -8,11 +8,13 @@ packets the worker received. Prints one line per case.
 
 With --frames multi it replays bench-forward.py's 128-frame, 16-queue-pair capture instead of one
 frame. With --lan routed the LAN port has an address (10.0.0.1/8, a routed LAN) and every inner
-destination a static [[neighbors]] entry, so that decap readdresses each frame to its host. With --keep DIR the callgrind files stay in DIR (`callgrind_annotate DIR/encap.callgrind`
+destination a static [[neighbors]] entry, so that decap readdresses each frame to its host; with
+--lan tagged it has VLAN 100 and a dscp_to_pcp map, so that decap pushes the tag (decap only: the
+capture's inner frames are untagged). With --keep DIR the callgrind files stay in DIR (`callgrind_annotate DIR/encap.callgrind`
 breaks the figure down by function).
 
 Usage: callgrind-worker.py [--dscpgw build/dscpgw] [--seconds N] [--size 74] [--flows N]
-                           [--frames single|multi] [--lan transparent|routed] [--keep DIR]
+                           [--frames single|multi] [--lan transparent|routed|tagged] [--keep DIR]
 """
 import argparse
 import glob
@@ -63,10 +65,14 @@ def measure(binary, cfg_text, tmp, seconds, name):
     return total / int(rx.group(1)), int(rx.group(1))
 
 
-def routed(cfg):
-    """The config with its LAN port routed: an address on the inner destinations' network."""
-    i = cfg.index('name = "lan"\n')
-    return cfg[:i] + 'name = "lan"\nipv4 = "10.0.0.1/8"\nmac = "02:00:00:00:10:01"\n' + cfg[i + 13:]
+def with_lan(cfg, lan):
+    """The config with its LAN port routed (an address on the inner destinations' network) or
+    tagged (VLAN 100, the PCP from the DSCP)."""
+    keys = {"transparent": "",
+            "routed": 'ipv4 = "10.0.0.1/8"\nmac = "02:00:00:00:10:01"\n',
+            "tagged": 'vlan = 100\ndscp_to_pcp = { 26 = 3, 48 = 6, default = 0 }\n'}[lan]
+    i = cfg.index('name = "lan"\n') + len('name = "lan"\n')
+    return cfg[:i] + keys + cfg[i:]
 
 
 def main():
@@ -76,7 +82,7 @@ def main():
     ap.add_argument("--size", type=int, default=74)
     ap.add_argument("--flows", type=int, default=None, help="[metrics] flows (default: the gateway's)")
     ap.add_argument("--frames", choices=["single", "multi"], default="single")
-    ap.add_argument("--lan", choices=["transparent", "routed"], default="transparent")
+    ap.add_argument("--lan", choices=["transparent", "routed", "tagged"], default="transparent")
     ap.add_argument("--keep", default=None, help="a directory for the callgrind files")
     a = ap.parse_args()
     tmp = a.keep or tempfile.mkdtemp(prefix="dscpgw-callgrind-")
@@ -92,11 +98,10 @@ def main():
     wrpcap(inner_pcap, inners)
     cfg = bench.gw_config(eal, f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1", "net_null0,no-rx=1",
                           "geneve", bench.REMOTE[4]) + extra
-    if a.lan == "routed":
-        cfg = routed(cfg)
-    ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "encap")
-    lan = "" if a.lan == "transparent" else ", routed LAN"
-    print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
+    lan = "" if a.lan == "transparent" else f", {a.lan} LAN"
+    if a.lan != "tagged":
+        ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "encap")
+        print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     outers = [bench.pktlib.encap(x, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2,
                                  sport=49152 + 53 * (i % 16))
               for i, x in enumerate(inners)]
@@ -104,9 +109,7 @@ def main():
     wrpcap(outer_pcap, outers)
     cfg = bench.gw_config(eal, "net_null0,no-rx=1", f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
                           "geneve", bench.REMOTE[4]) + extra
-    if a.lan == "routed":
-        cfg = routed(cfg)
-    ipp, n = measure(a.dscpgw, cfg, tmp, a.seconds, "decap")
+    ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "decap")
     print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     sys.stdout.flush()
 

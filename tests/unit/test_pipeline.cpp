@@ -823,7 +823,7 @@ routes = ["10.20.0.0/16"]
     ASSERT_EQ(o.drop, DropReason::none);
     EXPECT_EQ(o.macs, macs(host5));
     ASSERT_NE(entry(), nullptr) << "a routed LAN's flow is kept";
-    EXPECT_TRUE(entry()->routed);
+    EXPECT_EQ(entry()->lan, DecapFlow::kLanRouted);
     entry()->notes.dscp_out = 63;  // Planted: a hit answers from the entry.
     o = run();
     EXPECT_EQ(o.dscp, 63);
@@ -1823,7 +1823,8 @@ TEST_F(Burst, EncapHitRunsCountAsThePerPacketPath) {
 // bleached, kept or CE-marked over every inner ECN, CNPs, two QPs a flow, and what must not hit:
 // wrong outer checksums (and the device's verdicts both ways), IEEE link-local inner
 // destinations, Geneve options (one critical, one mimicking a frame), an unknown VNI, truncated and
-// padded frames, inner IPv6, an IPv6 underlay, inner packets over the LAN's MTU.
+// padded frames, inner IPv6, an IPv6 underlay, inner packets over the LAN's MTU. To an untagged
+// LAN, and to a tagged one (its VLAN, the PCP from its dscp_to_pcp), where hits push the tag.
 TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
     std::mt19937 rng(16);
     auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
@@ -1900,30 +1901,45 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
         frames.push_back(b);
         ol.push_back(flags);
     }
-    const CacheRuns r =
-        run_four(*snap, kWan, frames, ol, random_bursts(rng, frames.size()), big_pool());
+    const std::vector<uint16_t> bursts = random_bursts(rng, frames.size());
+    std::string text = kConfig;
+    const std::string lan = "device = \"net_null0\"\nmtu = 1500\n";
+    ASSERT_NE(text.find(lan), std::string::npos);
+    text.replace(text.find(lan), lan.size(),
+                 lan + "vlan = 100\ndscp_to_pcp = { 26 = 3, 48 = 6, default = 1 }\n");
+    auto tagged = build_snapshot(parse_config(text, "tagged.toml"),
+                                 {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, neighbors);
+    ASSERT_EQ(tagged->ports[kLan].vlan, 100);
+    for (const Snapshot* s : {snap.get(), tagged.get()}) {
+        SCOPED_TRACE(s == tagged.get() ? "tagged LAN" : "untagged LAN");
+        rte_mempool_free(big);
+        const CacheRuns r = run_four(*s, kWan, frames, ol, bursts, big_pool());
 
-    const ConfigCounters& cc = r.per_packet.st->bank[0];
-    uint64_t decaps = 0, cnps = 0, remarked = 0, ce = 0;
-    for (size_t t = 0; t < kMaxTunnels; ++t) {
-        decaps += cc.tunnel[TunnelCounter::decap_packets][t].get();
-        cnps += cc.tunnel[TunnelCounter::cnp_decap][t].get();
-        remarked += cc.tunnel[TunnelCounter::outer_dscp_remarked][t].get();
-        ce += cc.tunnel[TunnelCounter::ecn_ce_marked][t].get();
+        const ConfigCounters& cc = r.per_packet.st->bank[0];
+        uint64_t decaps = 0, cnps = 0, remarked = 0, ce = 0;
+        for (size_t t = 0; t < kMaxTunnels; ++t) {
+            decaps += cc.tunnel[TunnelCounter::decap_packets][t].get();
+            cnps += cc.tunnel[TunnelCounter::cnp_decap][t].get();
+            remarked += cc.tunnel[TunnelCounter::outer_dscp_remarked][t].get();
+            ce += cc.tunnel[TunnelCounter::ecn_ce_marked][t].get();
+        }
+        EXPECT_GT(decaps, 3000u);
+        EXPECT_GT(cnps, 300u);
+        EXPECT_GT(remarked, 1000u);
+        EXPECT_GT(ce, 200u);
+        EXPECT_GT(r.per_packet.st->dataplane[DataplaneCounter::dscp_rewrites][0].get(), 500u);
+        for (const DropReason d :
+             {DropReason::bad_checksum, DropReason::inner_link_local, DropReason::bad_tunnel_header,
+              DropReason::unknown_vni, DropReason::ecn_ce_on_not_ect, DropReason::too_big})
+            EXPECT_GT(r.per_packet.st->drops[static_cast<size_t>(d)].get(), 10u)
+                << drop_reason_name(d);
+        EXPECT_EQ(r.per_packet.st->dataplane[DataplaneCounter::pcp_rewrites][0].get() > 3000,
+                  s == tagged.get());
+        EXPECT_GT(warm_hits(*s, kWan, frames, ol, r), 3000u);
+        expect_as_per_packet(r.per_packet, r.hits, frames.size());
+        expect_as_per_packet(r.per_packet, r.observed, frames.size());
+        expect_as_per_packet(r.per_packet, r.held, frames.size());
     }
-    EXPECT_GT(decaps, 3000u);
-    EXPECT_GT(cnps, 300u);
-    EXPECT_GT(remarked, 1000u);
-    EXPECT_GT(ce, 200u);
-    EXPECT_GT(r.per_packet.st->dataplane[DataplaneCounter::dscp_rewrites][0].get(), 500u);
-    for (const DropReason d :
-         {DropReason::bad_checksum, DropReason::inner_link_local, DropReason::bad_tunnel_header,
-          DropReason::unknown_vni, DropReason::ecn_ce_on_not_ect, DropReason::too_big})
-        EXPECT_GT(r.per_packet.st->drops[static_cast<size_t>(d)].get(), 10u) << drop_reason_name(d);
-    EXPECT_GT(warm_hits(*snap, kWan, frames, ol, r), 3000u);
-    expect_as_per_packet(r.per_packet, r.hits, frames.size());
-    expect_as_per_packet(r.per_packet, r.observed, frames.size());
-    expect_as_per_packet(r.per_packet, r.held, frames.size());
 }
 
 // A worker holds its hits' runs across bursts (BurstState::hold_runs): they reach the counters
