@@ -367,8 +367,9 @@ struct NoObserver {
 
 // The burst loop for one direction (kOuter: from an outer port). Sink: void operator()(uint16_t
 // out_port, rte_mbuf* m, bool queue), `queue`: the port's egress scheduler takes the packet (a
-// shaped port, sched_note() written; never the gateway's own frames). Observer: void operator()(const rte_mbuf*, const Verdict&, const
-// PacketNotes&), called for every packet after processing (a no-op in workers).
+// shaped port, sched_note() written; never the gateway's own frames). Observer: void
+// operator()(const rte_mbuf*, const Verdict&, const PacketNotes&), called for every packet after
+// processing (a no-op in workers).
 template <bool kOuter, typename Sink, typename Observer>
 inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                               WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
@@ -490,7 +491,8 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         // For the egress queues: what the packet is, so that they need not parse it again (only
         // a port with a scheduler reads it).
         const bool queue = s.shaped_ports >> v.out_port & 1u;
-        if (queue) sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
+        if (queue)
+            sched_note(m, kOuter ? kSchedDecap : kSchedEncap, notes.class_id, notes.tunnel_id);
         sink(v.out_port, m, queue);
     }
     if (hit_runs.n != 0) {

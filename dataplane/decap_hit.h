@@ -113,9 +113,9 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
                                                    : !ipv4_header_sum_ok(d + kEthLen, 5))
         return {};
     if (ieee_link_local(d + kInnerOff)) return {};
-    // A routed LAN: the host's slot still its own (not freed since the fill) and resolved; the frame
-    // readdressed to its MAC as it is now (as decap_tail() reads it), from the LAN port's. The last
-    // check, so its writes may come with it.
+    // A routed LAN: the host's slot still its own (not freed since the fill) and resolved; the
+    // frame readdressed to its MAC as it is now (as decap_tail() reads it), from the LAN port's.
+    // The last check, so its writes may come with it.
     if (unlikely(e->lan == DecapFlow::kLanRouted)) {
         const Neighbor& h = c.hosts[e->host];
         if (h.reuse.load(std::memory_order_relaxed) != e->host_reuse) return {};

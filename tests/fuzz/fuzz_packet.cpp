@@ -116,7 +116,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
                 const uint8_t addr[4] = {10, net, 0, host};
                 const int n = g_snaps[1]->neighbors->add(4, static_cast<uint16_t>(p), addr);
                 if (n >= 0)
-                    g_snaps[1]->neighbors->at(static_cast<size_t>(n))
+                    g_snaps[1]
+                        ->neighbors->at(static_cast<size_t>(n))
                         .mac.store(dscpgw::kNeighborValid | 0x020000001000u | host);
             }
         }

@@ -806,8 +806,8 @@ routes = ["10.20.0.0/16"]
         test::TestFrame t(frame);
         const Outcome o = process_packet(*snap, kWan, t.frame, nullptr, nullptr, nullptr, &cache);
         const Bytes b = t.bytes();
-        return Out{o.drop, o.dscp_out, o.drop == DropReason::none ? Bytes(b.begin(), b.begin() + 12)
-                                                                 : Bytes{}};
+        return Out{o.drop, o.dscp_out,
+                   o.drop == DropReason::none ? Bytes(b.begin(), b.begin() + 12) : Bytes{}};
     };
     auto entry = [&]() -> DecapFlow* {
         for (DecapFlow& e : cache.flow)
@@ -1696,8 +1696,8 @@ struct CacheRuns {
 };
 
 CacheRuns run_four(const Snapshot& s, uint16_t port, const std::vector<Bytes>& frames,
-                    const std::vector<uint64_t>& ol, const std::vector<uint16_t>& bursts,
-                    rte_mempool* pool) {
+                   const std::vector<uint64_t>& ol, const std::vector<uint16_t>& bursts,
+                   rte_mempool* pool) {
     CacheRuns r;
     r.per_packet = run_bursts(s, port, frames, ol, bursts, false, true, pool);
     r.hits = run_bursts(s, port, frames, ol, bursts, true, false, pool);
