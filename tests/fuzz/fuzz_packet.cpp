@@ -109,15 +109,15 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     g_snaps[1] = dscpgw::test::wide_snapshot(true).release();
     // The routed LAN's hosts the corpus's tunnelled frames are for, resolved, so that their flows
     // reach the decap flow cache (a routed LAN's entry reads the host's slot on every hit).
+    dscpgw::NeighborTable& hosts = *g_snaps[1]->neighbors;
     for (size_t p = 0; p < g_snaps[1]->ports.size(); ++p) {
         if (g_snaps[1]->ports[p].role != dscpgw::PortRole::inner) continue;
         for (const uint8_t host : {uint8_t{5}, uint8_t{6}, uint8_t{9}}) {
             for (const uint8_t net : {uint8_t{0}, uint8_t{1}, uint8_t{2}}) {
                 const uint8_t addr[4] = {10, net, 0, host};
-                const int n = g_snaps[1]->neighbors->add(4, static_cast<uint16_t>(p), addr);
+                const int n = hosts.add(4, static_cast<uint16_t>(p), addr);
                 if (n >= 0)
-                    g_snaps[1]
-                        ->neighbors->at(static_cast<size_t>(n))
+                    hosts.at(static_cast<size_t>(n))
                         .mac.store(dscpgw::kNeighborValid | 0x020000001000u | host);
             }
         }
