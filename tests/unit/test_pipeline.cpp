@@ -745,12 +745,8 @@ TEST(DecapCache, HitsComeFromItAndANewSnapshotEmptiesIt) {
     EXPECT_EQ(cache.snap, next.get());
 }
 
-// The decap flow cache on a routed LAN: a hit delivers to the host's MAC as its neighbour slot has
-// it now (a changed MAC is followed, an unresolved one sends the packet the slow way), from the
-// LAN port's MAC; a slot freed and given to another host, even one with the same MAC, is no longer
-// the entry's (Neighbor::reuse), so the host's packets are dropped as the slow way drops them.
-TEST(DecapFlowCache, RoutedLanHitsFollowTheHostsSlot) {
-    const Config cfg = parse_config(R"(
+// A routed LAN (the inner port has an address) behind one Geneve tunnel, for the routed-LAN tests.
+constexpr const char* kRoutedConfig = R"(
 [[ports]]
 name = "lan"
 role = "inner"
@@ -772,23 +768,35 @@ remote = "198.18.7.7"
 next_hop_mac = "02:00:00:00:00:fe"
 inner_mac = "02:00:00:00:0d:01"
 routes = ["10.20.0.0/16"]
-)",
-                                    "routed.toml");
+)";
+
+// A tunnelled RoCE frame from kRoutedConfig's tunnel for LAN host `dst`.
+Bytes routed_lan_frame(const std::string& dst) {
+    const Bytes inner = PacketBuilder()
+                            .eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1})
+                            .ipv4("10.20.0.9", dst, 26 << 2)
+                            .udp(1, 4791)
+                            .bth(4)
+                            .payload(16)
+                            .build();
+    return PacketBuilder()
+        .eth(kWanMac, kNh4)
+        .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
+        .udp(50000, 6081, false)
+        .geneve(100)
+        .raw(inner)
+        .build();
+}
+
+// The decap flow cache on a routed LAN: a hit delivers to the host's MAC as its neighbour slot has
+// it now (a changed MAC is followed, an unresolved one sends the packet the slow way), from the
+// LAN port's MAC; a slot freed and given to another host, even one with the same MAC, is no longer
+// the entry's (Neighbor::reuse), so the host's packets are dropped as the slow way drops them.
+TEST(DecapFlowCache, RoutedLanHitsFollowTheHostsSlot) {
+    const Config cfg = parse_config(kRoutedConfig, "routed.toml");
     NeighborTable table;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
-    const Bytes frame = PacketBuilder()
-                            .eth(kWanMac, kNh4)
-                            .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
-                            .udp(50000, 6081, false)
-                            .geneve(100)
-                            .raw(PacketBuilder()
-                                     .eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1})
-                                     .ipv4("10.20.0.9", "10.10.0.5", 26 << 2)
-                                     .udp(1, 4791)
-                                     .bth(4)
-                                     .payload(16)
-                                     .build())
-                            .build();
+    const Bytes frame = routed_lan_frame("10.10.0.5");
     const std::array<uint8_t, 6> host5{2, 0, 0, 0, 0x10, 5}, other{2, 0, 0, 0, 0x10, 6};
     const Bytes lan_mac{2, 0, 0, 0, 0x10, 1};
     const uint8_t a5[4] = {10, 10, 0, 5}, a7[4] = {10, 10, 0, 7};
@@ -1238,30 +1246,7 @@ TEST(Neighbors, LearnedFromArpAndNa) {
 // Routed LAN: the inner port has an address; decapsulated frames go to the host's MAC (resolved by
 // ARP) from the port's MAC, and encapsulated ones are readdressed to the tunnel's inner_mac.
 TEST(Neighbors, RoutedLan) {
-    const Config cfg = parse_config(R"(
-[[ports]]
-name = "lan"
-role = "inner"
-device = "a"
-ipv4 = "10.10.0.1/24"
-mac = "02:00:00:00:10:01"
-[[ports]]
-name = "wan"
-role = "outer"
-device = "b"
-ipv4 = "198.18.0.1"
-mac = "02:00:00:00:00:01"
-mtu = 1600
-[[tunnels]]
-name = "g4"
-type = "geneve"
-vni = 100
-remote = "198.18.7.7"
-next_hop_mac = "02:00:00:00:00:fe"
-inner_mac = "02:00:00:00:0d:01"
-routes = ["10.20.0.0/16"]
-)",
-                                    "routed.toml");
+    const Config cfg = parse_config(kRoutedConfig, "routed.toml");
     NeighborTable table;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
     auto run_on = [&](uint16_t port, const Bytes& in, Bytes* out = nullptr) {
@@ -1271,22 +1256,7 @@ routes = ["10.20.0.0/16"]
         return v;
     };
     const std::array<uint8_t, 6> host5{2, 0, 0, 0, 0x10, 5}, host6{2, 0, 0, 0, 0x10, 6};
-    auto tunnelled = [&](const std::string& dst) {
-        const Bytes inner = PacketBuilder()
-                                .eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1})
-                                .ipv4("10.20.0.9", dst, 26 << 2)
-                                .udp(1, 4791)
-                                .bth(4)
-                                .payload(16)
-                                .build();
-        return PacketBuilder()
-            .eth(kWanMac, kNh4)
-            .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
-            .udp(50000, 6081, false)
-            .geneve(100)
-            .raw(inner)
-            .build();
-    };
+    auto tunnelled = [](const std::string& dst) { return routed_lan_frame(dst); };
     auto arp = [](uint16_t op, const std::array<uint8_t, 6>& sha, const Bytes& spa,
                   const Bytes& tpa) {
         Bytes b = PacketBuilder().eth({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, sha).build();
