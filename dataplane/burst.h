@@ -226,8 +226,8 @@ class BurstCounters {
             e.run_in_bytes += in_len;
         e.run_ip_bytes += h.ip_len;
     }
-    // Every run of one direction's cache to the counters: the end of the burst, and before the
-    // slow way may refill (and so change) an entry holding a run.
+    // Every run of one direction's cache to the counters: at the end of the burst (held runs: at
+    // flush_runs()), and before the slow way may refill (and so change) an entry holding a run.
     template <typename Flow>
     void hit_runs(HitRuns<Flow>& runs, BurstState& bs) {
         for (uint16_t i = 0; i < runs.n; ++i) end_run(*runs.flow[i], bs);

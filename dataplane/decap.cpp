@@ -250,12 +250,9 @@ DropReason classify_decap_miss(const Snapshot& s, const DecapKey& key) {
         const uint8_t pcp = lan.has_dscp_to_pcp && n.dscp_out >= 0
                                 ? lan.dscp_to_pcp[static_cast<size_t>(n.dscp_out)]
                                 : uint8_t{0};
-        std::memmove(inner - kVlanLen, inner, 12);
-        inner -= kVlanLen;
+        inner = push_vlan_tag(inner, static_cast<uint16_t>(pcp << 13 | lan.vlan));
         inner_off -= static_cast<uint32_t>(kVlanLen);
         inner_len += static_cast<uint32_t>(kVlanLen);
-        store16(inner + 12, kEtherTypeVlan);
-        store16(inner + 14, static_cast<uint16_t>(pcp << 13 | lan.vlan));
         n.pcp_out1 = static_cast<uint8_t>(pcp + 1);
         n.pcp_set = lan.has_dscp_to_pcp && n.dscp_out >= 0;
         n.qos_noted = n.pcp_set;

@@ -49,7 +49,9 @@ struct alignas(64) DecapFlow {
 
     static constexpr uint8_t kLanTransparent = 0, kLanRouted = 1, kLanTagged = 2;
     // The frame's layer-2 header as it leaves: Ethernet, and a tagged LAN's 802.1Q tag.
-    uint32_t l2_len() const { return lan == kLanTagged ? 18 : 14; }
+    uint32_t l2_len() const {
+        return lan == kLanTagged ? wire::kEthLen + wire::kVlanLen : wire::kEthLen;
+    }
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(inner_rest >> 40); }  // The key's.
     uint64_t roce_addrs() const { return inner_addrs; }  // The conversation's (FlowTable::add4()).

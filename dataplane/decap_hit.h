@@ -131,11 +131,7 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     // Ethernet padding is not delivered (decap_tail()).
     if (unlikely(e->lan == DecapFlow::kLanTagged)) {
         // The LAN's tag behind the addresses, as decap_tail() pushes it.
-        uint8_t* tagged = d + kInnerOff - kVlanLen;
-        std::memmove(tagged, d + kInnerOff, 12);
-        store16(tagged + 12, kEtherTypeVlan);
-        store16(tagged + 14, e->tci);
-        f.data = tagged;
+        f.data = push_vlan_tag(d + kInnerOff, e->tci);
         f.headroom += kInnerOff - kVlanLen;
         f.len = kEthLen + kVlanLen + itotal;
         return {e, itotal, qp};

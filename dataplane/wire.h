@@ -346,6 +346,16 @@ inline uint16_t ipv4_tos_csum_delta(uint8_t b0, uint8_t old_tos, uint8_t new_tos
     return csum_change16(m, m1);
 }
 
+// An 802.1Q tag (TPID 0x8100, `tci`: PCP << 13 | VLAN) pushed behind the addresses of the Ethernet
+// frame at `frame`, which must have kVlanLen bytes of room in front; the frame's new start.
+inline uint8_t* push_vlan_tag(uint8_t* frame, uint16_t tci) {
+    uint8_t* tagged = frame - kVlanLen;
+    std::memmove(tagged, frame, 12);
+    store16(tagged + 12, kEtherTypeVlan);
+    store16(tagged + 14, tci);
+    return tagged;
+}
+
 // set_ipv4_tos() with the checksum's change precomputed by ipv4_tos_csum_delta() for this header's
 // first byte and TOS: the same bytes, one fold a packet instead of two.
 inline void set_ipv4_tos_delta(uint8_t* ip4, uint8_t tos, uint16_t delta) {
