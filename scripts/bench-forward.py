@@ -8,11 +8,14 @@ sends them. Sizes (--sizes) are inner Ethernet frames: 74, 1082, 2048, 4154 and 
 
 For every case (mark + encap inner->outer, decap outer->inner; Geneve and VXLAN over IPv4 and
 IPv6) and every repeat it runs the floor, `dpdk-testpmd --forward-mode=io` on the same two vdevs,
-then dscpgw, and takes the ratio within the repeat. It prints medians and the spread of:
-  - Mpps/core: packets sent divided by the forwarding thread's CPU time
+then dscpgw, and takes the ratio within the repeat. Each run is measured over one span of
+--seconds after 1.5 s of start-up: at both ends the ports' counters (DPDK telemetry,
+/ethdev/stats, of a --file-prefix of the run's own) and then the forwarding threads' CPU time.
+It prints medians and the spread of:
+  - Mpps/core: packets sent over the span divided by the forwarding thread's CPU time over it
     (/proc/PID/task/TID/schedstat of the lcore thread `rte-worker-N`): the rate of one fully used
     core, which the time-slicing of a shared machine does not move;
-  - wall-clock Mpps (dscpgw's own summary) for reference;
+  - wall-clock Mpps over the span, for reference;
   - busy TSC cycles per packet of both (dscpgw's worker, testpmd's --record-core-cycles: both count
     only polls that received packets).
 Pages: 2 MB hugepages when the machine has 1 GB of them free (--pages auto), else 4 KB pages
@@ -49,8 +52,11 @@ Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames
 import argparse
 import logging
 import os
+import json
 import re
+import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -117,7 +123,9 @@ QUEUES = _egress[_egress.index("[[queues]]"):]
 
 
 def gw_config(eal, lan, wan, type, remote, wan_keys="", tunnel_keys="", first="", data_keys=""):
-    """CONFIG for EAL arguments `eal` (a list), the two devices and the tunnel, with optional keys."""
+    """CONFIG for EAL arguments `eal` (a list, given a --file-prefix of its own), the two devices and
+    the tunnel, with optional keys."""
+    eal, _ = eal_prefix(eal)
     return CONFIG.format(eal=", ".join(f'"{x}"' for x in eal), lan=lan, wan=wan, type=type, remote=remote,
                          wan_keys=wan_keys, tunnel_keys=tunnel_keys, first=first, data_keys=data_keys)
 
@@ -135,9 +143,10 @@ def frames(size, kind):
 
 
 class Run:
-    def __init__(self, pkts, cpu_ns, wall_mpps, cycles, drops=0, rx_mpps=0.0):
+    def __init__(self, pkts, cpu_ns, wall_mpps, cycles, drops=0, rx_pkts=None):
         self.core_mpps = pkts * 1e3 / cpu_ns if cpu_ns else float("nan")
-        self.wall_mpps, self.cycles, self.drops, self.rx_mpps = wall_mpps, cycles, drops, rx_mpps
+        self.rx_core_mpps = (rx_pkts if rx_pkts is not None else pkts) * 1e3 / cpu_ns if cpu_ns else float("nan")
+        self.wall_mpps, self.cycles, self.drops = wall_mpps, cycles, drops
 
 
 def lcore_cpu_ns(pid, each=None):
@@ -164,48 +173,117 @@ def lcore_cpu_ns(pid, each=None):
     return total
 
 
-def stop_after(p, seconds, each=None, settle=1.5):
-    """Lets `p` run `seconds`, then samples its lcore threads' CPU time and stops it. With `each`,
-    also the other threads' CPU time from `settle` seconds on (start-up left out) and that span."""
-    if each is not None:
-        time.sleep(settle)
-        seconds -= settle
-        before = {}
-        lcore_cpu_ns(p.pid, before)
+def runtime_dir(prefix):
+    """Where DPDK puts a process's runtime files (its telemetry socket): /var/run/dpdk/PREFIX for
+    root, else under $XDG_RUNTIME_DIR or /tmp."""
+    base = "/var/run" if os.geteuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp")
+    return os.path.join(base, "dpdk", prefix)
+
+
+def port_counters(sock_path):
+    """Every port's counters over DPDK's telemetry socket: {port: /ethdev/stats}."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(2)
+    try:
+        s.connect(sock_path)
+        s.recv(16384)
+        s.send(b"/ethdev/list")
+        ports = json.loads(s.recv(65536).decode())["/ethdev/list"]
+        out = {}
+        for port in ports:
+            s.send(f"/ethdev/stats,{port}".encode())
+            out[port] = json.loads(s.recv(65536).decode())["/ethdev/stats"]
+        return out
+    finally:
+        s.close()
+
+
+class Window:
+    """Packets and forwarding-thread CPU time over the same span of a running DPDK process.
+
+    Both ends of the span read the ports' counters (DPDK telemetry) and then the lcore threads'
+    CPU time, one right after the other, so start-up, warm-up and shutdown fall outside it and the
+    packets and the CPU time cover the same forwarding. (Taking a total at exit against CPU time
+    sampled before the stop counts what forwards after the sample: testpmd, stopped by a signal,
+    forwards up to a second more, because its main loop looks at the flag once a second.)"""
+
+    def __init__(self, p, prefix, seconds, settle=1.5):
+        sock = os.path.join(runtime_dir(prefix), "dpdk_telemetry.v2")
+        deadline = time.monotonic() + settle
+        while not os.path.exists(sock) and time.monotonic() < deadline + 10 and p.poll() is None:
+            time.sleep(0.05)
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        c0, each0 = self._sample(p, sock)
         t0 = time.monotonic()
-    time.sleep(seconds)
-    cpu = lcore_cpu_ns(p.pid, each)
-    if each is not None:
-        each["other"] -= before.get("other", 0)
-        each["wall_ns"] = (time.monotonic() - t0) * 1e9
+        time.sleep(seconds)
+        c1, each1 = self._sample(p, sock)
+        self.wall = time.monotonic() - t0
+        tx = [sum(c1[k]["q_opackets"][q] - c0[k]["q_opackets"][q] for k in c1) for q in range(16)]
+        self.tx = sum(c1[k]["opackets"] - c0[k]["opackets"] for k in c1)
+        self.rx = sum(c1[k]["ipackets"] - c0[k]["ipackets"] for k in c1)
+        self.cpu = sum(each1[k] - each0[k] for k in each1 if isinstance(k, int))
+        lcores = sorted(k for k in each1 if isinstance(k, int))
+        # Forwarding lcore k (in order) sends on TX queue k (testpmd's streams, dscpgw's workers).
+        self.per_lcore = [tx[i] * 1e3 / (each1[k] - each0[k]) if each1[k] > each0[k] else float("nan")
+                          for i, k in enumerate(lcores)]
+        self.other_cpu = (each1["other"] - each0["other"]) / (self.wall * 1e9)
+
+    @staticmethod
+    def _sample(p, sock):
+        if p.poll() is not None:
+            raise RuntimeError(f"exited early ({p.returncode})")
+        try:
+            counters = port_counters(sock)
+        except (OSError, ValueError, KeyError) as e:
+            raise RuntimeError(f"no port counters over telemetry ({sock}): {e}") from e
+        each = {}
+        lcore_cpu_ns(p.pid, each)
+        return counters, each
+
+
+def measure_and_stop(p, prefix, seconds):
+    """A Window of `seconds` over the running process `p`, then SIGINT and its output."""
+    try:
+        w = Window(p, prefix, seconds)
+    except RuntimeError as e:
+        p.kill()
+        out, _ = p.communicate(timeout=60)
+        raise RuntimeError(f"{e}:\n{out[-3000:]}") from e
+    finally:
+        shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
-    return cpu, out
+    return w, out
+
+
+_prefixes = iter(range(1 << 30))
+
+
+def eal_prefix(eal):
+    """EAL arguments with a --file-prefix of their own: each run's telemetry socket apart."""
+    prefix = f"dscpgw-bench-{os.getpid()}-{next(_prefixes)}"
+    return eal + ["--file-prefix", prefix], prefix
 
 
 def run_dscpgw(binary, cfg_text, tmp, seconds):
     cfg = os.path.join(tmp, "bench.toml")
     cfg_text += f'\n[control]\nsocket = "{tmp}/bench.sock"\n'
+    m = re.search(r'--file-prefix", "([^"]+)"', cfg_text)
     with open(cfg, "w") as f:
         f.write(cfg_text)
     p = subprocess.Popen([binary, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True)
-    each = {}
-    cpu, out = stop_after(p, seconds + 1.5, each)
-    m = re.search(r"forwarded: rx \d+ tx (\d+) pkts in ([\d.]+) s: ([\d.]+) Mpps rx, ([\d.]+) Mpps tx", out)
+    w, out = measure_and_stop(p, m.group(1), seconds)
     c = re.search(r"worker 0: rx \d+ pkts, busy ([\d.]+) cycles/pkt", out)
     drops = re.search(r"^\s+total\s+(\d+)", out, re.M)
-    if not m or p.returncode != 0:
+    if p.returncode != 0 or not c:
         raise RuntimeError("dscpgw run failed:\n" + out[-3000:])
-    r = Run(int(m.group(1)), cpu, float(m.group(4)), float(c.group(1)) if c else float("nan"),
-            int(drops.group(1)) if drops else 0, float(m.group(3)))
-    # Worker k runs on the k-th worker lcore (lcores in order): its packets over its CPU time.
-    rx = [int(x) for x in re.findall(r"^worker \d+: rx (\d+) pkts", out, re.M)]
-    cpus = [each[k] for k in sorted(k for k in each if isinstance(k, int))]
-    r.per_worker = [n * 1e3 / c if c else float("nan") for n, c in zip(rx, cpus)]
-    # The CPU the rest of the process took once started (control loop, EAL threads), as a share
-    # of one CPU over the same time.
-    r.other_cpu = each["other"] / each["wall_ns"]
+    r = Run(w.tx, w.cpu, w.tx / w.wall / 1e6, float(c.group(1)), int(drops.group(1)) if drops else 0, w.rx)
+    r.rx_mpps = w.rx / w.wall / 1e6
+    r.per_worker = w.per_lcore
+    # The CPU the rest of the process took over the span (control loop, EAL threads), as a share
+    # of one CPU.
+    r.other_cpu = w.other_cpu
     return r
 
 
@@ -223,27 +301,21 @@ def run_testpmd_once(eal, src, seconds, cores=1):
     """testpmd io forwarding from `src` into net_null on `cores` forwarding lcores, each with its
     own RX and TX queue (testpmd gives lcore k the streams of queue k)."""
     queues = [f"--rxq={cores}", f"--txq={cores}"] if cores > 1 else []
+    eal, prefix = eal_prefix(eal)
     cmd = ["dpdk-testpmd"] + eal + ["--vdev", src, "--vdev", "net_null9,no-rx=1", "--",
                                      "--forward-mode=io", f"--nb-cores={cores}", "--stats-period=1",
                                      "--mbuf-size=9472", "--max-pkt-len=9400",
                                      f"--total-num-mbufs={8192 * cores}", "--record-core-cycles"] + queues
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
-    cpu, out = stop_after(p, seconds + 2.5)
-    # Per-period stats: "Port statistics ==== port 1 ..." blocks with "Tx-pps:"; take port 1's.
-    rates = []
-    for block in re.split(r"#+ NIC statistics for port ", out):
-        if block.startswith("1 "):
-            m = re.search(r"Tx-pps:\s+(\d+)", block)
-            if m and int(m.group(1)) > 0:
-                rates.append(int(m.group(1)))
+    w, out = measure_and_stop(p, prefix, seconds)
     # Busy TSC cycles per packet of the forwarding loop (cycles of polls that received something),
     # measured the way dscpgw's worker measures its own.
     c = re.search(r"CPU cycles/packet=([\d.]+)", out)
-    sent = re.search(r"Accumulated forward statistics.*?TX-packets:\s+(\d+)", out, re.S)
-    if not rates or not c or not sent:
-        raise RuntimeError("testpmd gave no rate:\n" + out[-3000:])
-    return Run(int(sent.group(1)), cpu, statistics.median(rates[1:] if len(rates) > 2 else rates) / 1e6,
-               float(c.group(1)))
+    if not w.tx or not c:
+        raise RuntimeError("testpmd forwarded nothing:\n" + out[-3000:])
+    r = Run(w.tx, w.cpu, w.tx / w.wall / 1e6, float(c.group(1)))
+    r.per_worker = w.per_lcore
+    return r
 
 
 def run_ovs(peer, cfg, seconds):
@@ -298,7 +370,7 @@ def qos_cost(a, sizes, tmp, eal):
             cyc = statistics.median(r.cycles for r in rs)
             print(f"{name:<32}{size:>6}{statistics.median(r.rx_mpps for r in rs):>9.2f}"
                   f"{statistics.median(r.wall_mpps for r in rs):>9.2f}"
-                  f"{statistics.median(r.rx_mpps / r.wall_mpps * r.core_mpps if r.wall_mpps else 0 for r in rs):>9.2f}"
+                  f"{statistics.median(r.rx_core_mpps for r in rs):>9.2f}"
                   f"{cyc:>9.1f}{max(r.cycles for r in rs) - min(r.cycles for r in rs):>9.1f}{cyc - none:>+9.1f}")
         sys.stdout.flush()
 
@@ -338,9 +410,9 @@ def scaling(a, sizes, tmp, page_args):
                   f"{spread(ratios) if w == 2 else '1':>22}{spread([f.wall_mpps for f in fs]):>24}"
                   f"{spread(fratios) if w == 2 else '1':>22}{spread(rel) if w == 2 else '1':>24}")
         other = statistics.median(r.other_cpu for r in runs[2])
-        print(f"# one worker: {one:.2f} Mpps (median); the floor's Mpps are testpmd's wall-clock Tx-pps;"
+        print(f"# one worker: {one:.2f} Mpps (median); Mpps are wall-clock, over the measured span;"
               f" dscpgw's threads besides the workers (control loop, EAL) used {100 * other:.1f} % of a CPU"
-              f" with two workers, once started")
+              f" with two workers, over the span")
         sys.stdout.flush()
 
 
