@@ -3,6 +3,9 @@
 #include <immintrin.h>
 #include <rte_ip.h>
 
+#include <algorithm>
+#include <climits>
+
 #include "dataplane/wire.h"
 
 namespace dscpgw {
@@ -15,27 +18,57 @@ const bool kHasAvx2 = [] {
     return __builtin_cpu_supports("avx2") != 0;
 }();
 
+// The vector loop takes 16-bit words with their top bit flipped (XOR 0x8000): each is then the
+// signed number word − 0x8000, which VPMADDWD multiplies by one and adds in pairs into 32-bit
+// lanes, three instructions per 32 bytes against four for 32-bit words widened into 64-bit lanes
+// (4154 bytes 22 bytes past a line, in L1, on this VM's EPYC: 55 against 59 ns; 9000 bytes: 111
+// against 121; AVX-512 VNNI's VPDPWSSD, which also adds, measured no faster). The bias is added
+// back once a block: 0x8000 for every word. A lane gains at most 2 × 0x8000 in magnitude per 32
+// bytes it takes, so a block of kBlock bytes cannot overflow it whatever the lanes' share.
+constexpr size_t kChunk = 32;
+constexpr size_t kBlock = size_t{1} << 16;
+
+__attribute__((target("avx2"))) inline __m256i load(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// The eight signed 32-bit lanes of `a`, added exactly.
+__attribute__((target("avx2"))) inline int64_t lanes_sum(__m256i a) {
+    const __m256i w = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(a)),
+                                       _mm256_cvtepi32_epi64(_mm256_extracti128_si256(a, 1)));
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    return _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
+}
+
+// The biased sum of `n` bytes (a multiple of kChunk, at most kBlock): two chunks a step into two
+// accumulators (VPMADDWD's latency overlaps; the adds' chains are one cycle).
+__attribute__((target("avx2"))) int64_t block_avx2(const uint8_t* p, size_t n) {
+    const __m256i bias = _mm256_set1_epi16(INT16_MIN), one = _mm256_set1_epi16(1);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+    size_t i = 0;
+    for (; i + 2 * kChunk <= n; i += 2 * kChunk) {
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_xor_si256(load(p + i), bias), one));
+        a1 = _mm256_add_epi32(a1,
+                              _mm256_madd_epi16(_mm256_xor_si256(load(p + i + kChunk), bias), one));
+    }
+    if (i < n)
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_xor_si256(load(p + i), bias), one));
+    return lanes_sum(a0) + lanes_sum(a1);
+}
+
 }  // namespace
 
-// 32-bit little-endian words summed exactly into 64-bit lanes: a 32-bit word is its two 16-bit
-// words' sum modulo 0xffff, so the folded result is DPDK's 16-bit sum. Two 32-byte loads a step
-// into four accumulators; the tail (under 64 bytes, at an even offset) through DPDK's loop.
-__attribute__((target("avx2"))) uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum) {
-    const __m256i zero = _mm256_setzero_si256();
-    __m256i a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+// The whole chunks through block_avx2(), a block at a time, the bias added back; the tail (under
+// 32 bytes, at an even offset) through DPDK's loop.
+uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum) {
+    uint64_t s = sum;
     size_t i = 0;
-    for (; i + 64 <= len; i += 64) {
-        const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
-        const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32));
-        a0 = _mm256_add_epi64(a0, _mm256_unpacklo_epi32(v0, zero));
-        a1 = _mm256_add_epi64(a1, _mm256_unpackhi_epi32(v0, zero));
-        a2 = _mm256_add_epi64(a2, _mm256_unpacklo_epi32(v1, zero));
-        a3 = _mm256_add_epi64(a3, _mm256_unpackhi_epi32(v1, zero));
+    while (len - i >= kChunk) {
+        const size_t n = std::min(kBlock, (len - i) / kChunk * kChunk);
+        s += static_cast<uint64_t>(block_avx2(p + i, n) +
+                                   int64_t{0x8000} * static_cast<int64_t>(n / 2));
+        i += n;
     }
-    const __m256i t = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-    uint64_t s = static_cast<uint64_t>(_mm_cvtsi128_si64(h)) +
-                 static_cast<uint64_t>(_mm_extract_epi64(h, 1)) + sum;
     if (i < len) s += __rte_raw_cksum(p + i, len - i, 0);
     return wire::fold64(s);
 }

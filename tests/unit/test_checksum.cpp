@@ -138,6 +138,37 @@ TEST(Checksum, VectorisedSumEqualsDpdks) {
     EXPECT_EQ(checked, 3u * 4u * (301u + 8u) * 3u);
 }
 
+// The AVX2 loop over data longer than a block (64 KiB: the biased 32-bit lanes are added up and
+// cleared once a block), against an exact 64-bit sum of the 16-bit words (DPDK's 32-bit sum would
+// wrap here): random, all-ones (every biased word +0x7fff, the lanes' largest) and all-zero data
+// (every word -0x8000, their smallest), every offset 0..3.
+TEST(Checksum, VectorLoopsSumDataLongerThanABlock) {
+    std::mt19937 rng(11);
+    std::vector<uint8_t> buf(3 * 65536 + 64);
+    const auto exact = [](const uint8_t* p, size_t n) {
+        uint64_t s = 0;
+        for (size_t i = 0; i + 1 < n; i += 2) s += uint64_t{p[i]} | uint64_t{p[i + 1]} << 8;
+        if (n & 1) s += p[n - 1];
+        return wire::fold(wire::fold64(s));
+    };
+    unsigned checked = 0;
+    for (int fill = 0; fill < 3; ++fill) {
+        for (auto& b : buf) b = fill == 0 ? static_cast<uint8_t>(rng()) : fill == 1 ? 0xff : 0;
+        for (size_t off = 0; off < 4; ++off) {
+            for (size_t n : {65535u, 65536u, 65537u, 65568u, 131104u, 196608u + 31u}) {
+                const uint8_t* p = buf.data() + off;
+                const uint16_t want = exact(p, n);
+                EXPECT_EQ(wire::fold(raw_sum(p, n, 0)), want) << "len " << n << " off " << off;
+                if (raw_sum_vectorised()) {
+                    EXPECT_EQ(wire::fold(raw_sum_avx2(p, n, 0)), want) << "avx2 len " << n;
+                }
+                ++checked;
+            }
+        }
+    }
+    EXPECT_EQ(checked, 3u * 4u * 6u);
+}
+
 TEST(Wire, Ipv6TrafficClassStraddlesBytes) {
     uint8_t h[4] = {0x6a, 0xbc, 0xde, 0xf1};  // TC 0xab, flow 0xcdef1.
     EXPECT_EQ(wire::ipv6_tclass(h), 0xab);
