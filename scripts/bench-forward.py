@@ -176,7 +176,7 @@ def lcore_cpu_ns(pid, each=None):
 def runtime_dir(prefix):
     """Where DPDK puts a process's runtime files (its telemetry socket): /var/run/dpdk/PREFIX for
     root, else under $XDG_RUNTIME_DIR or /tmp."""
-    base = "/var/run" if os.geteuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp")
+    base = "/var/run" if os.getuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp")
     return os.path.join(base, "dpdk", prefix)
 
 

@@ -1668,6 +1668,31 @@ def run_on_net_memif_with_testpmd_peer():
 
 
 @test
+def bench_forward_measures_floor_and_gateway_over_one_span():
+    """scripts/bench-forward.py end to end, short: DPDK's floor (testpmd io) and the gateway on the
+    same vdevs, 4 KB pages, both directions, each measured over one span (port counters from DPDK
+    telemetry, the forwarding thread's CPU time from schedstat): every figure present and sane."""
+    if shutil.which("dpdk-testpmd") is None:
+        raise Skip("dpdk-testpmd not installed")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench-forward.py"), "--dscpgw", DSCPGW,
+                        "--pages", "4k", "--quick", "--sizes", "74", "--frames", "single", "--seconds", "1",
+                        "--repeat", "1"], capture_output=True, text=True, timeout=300)
+    eq(p.returncode, 0, f"bench-forward.py exit status:\n{p.stdout}\n{p.stderr[-3000:]}")
+    assert "# 4 KB pages (--no-huge)" in p.stdout, p.stdout
+    num = r"([\d.]+)"
+    rows = re.findall(rf"^(mark\+encap|decap) geneve/IPv4 +(\d+) +single +{num} +{num} \[[^]]*\] +{num} "
+                      rf"\[[^]]*\] +{num} \[[^]]*\] +{num} +{num}$", p.stdout, re.M)
+    eq([r[:2] for r in rows], [("mark+encap", "74"), ("decap", "124")], f"the two cases' rows:\n{p.stdout}")
+    for name, _, wall, core, floor, ratio, cyc, floor_cyc in rows:
+        wall, core, floor, ratio = float(wall), float(core), float(floor), float(ratio)
+        assert min(wall, core, floor, float(cyc), float(floor_cyc)) > 0, f"{name}: {p.stdout}"
+        # One thread's CPU time over the span is at most the span: its packets per CPU second are
+        # at least its packets per wall-clock second.
+        assert core >= 0.98 * wall, f"{name}: {core} Mpps/core under {wall} Mpps wall-clock"
+        assert abs(ratio - core / floor) <= 0.01, f"{name}: ratio {ratio} is not {core} / {floor}"
+
+
+@test
 def run_reports_missing_device():
     cfg = os.path.join(TMP, "run-bad.toml")
     with open(GW) as f:
