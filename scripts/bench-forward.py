@@ -50,9 +50,9 @@ Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames
                         [--scaling] [--peer none|ovs]
 """
 import argparse
+import json
 import logging
 import os
-import json
 import re
 import shutil
 import signal
@@ -249,10 +249,11 @@ def measure_and_stop(p, prefix, seconds):
         p.kill()
         out, _ = p.communicate(timeout=60)
         raise RuntimeError(f"{e}:\n{out[-3000:]}") from e
+    else:
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
     finally:
         shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
-    p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=60)
     return w, out
 
 
