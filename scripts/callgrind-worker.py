@@ -10,11 +10,16 @@ With --frames multi it replays bench-forward.py's 128-frame, 16-queue-pair captu
 frame. With --lan routed the LAN port has an address (10.0.0.1/8, a routed LAN) and every inner
 destination a static [[neighbors]] entry, so that decap readdresses each frame to its host; with
 --lan tagged it has VLAN 100 and a dscp_to_pcp map, so that decap pushes the tag (decap only: the
-capture's inner frames are untagged). With --keep DIR the callgrind files stay in DIR (`callgrind_annotate DIR/encap.callgrind`
-breaks the figure down by function).
+capture's inner frames are untagged). With --keep DIR the callgrind files stay in DIR
+(`callgrind_annotate DIR/encap.callgrind` breaks the figure down by function). With --asm it
+also prints, per case, the gateway binary's instructions that ran at least once every two packets,
+in address order, each with its count per packet (objdump's disassembly): where a change to the
+packet path went, and which values the compiler keeps on the stack (the count of rbp/rsp-relative
+operands is printed last).
 
 Usage: callgrind-worker.py [--dscpgw build/dscpgw] [--seconds N] [--size 74] [--flows N]
                            [--frames single|multi] [--lan transparent|routed|tagged] [--keep DIR]
+                           [--asm]
 """
 import argparse
 import glob
@@ -35,7 +40,58 @@ spec.loader.exec_module(bench)
 from scapy.all import wrpcap  # noqa: E402
 
 
-def measure(binary, cfg_text, tmp, seconds, name):
+def instruction_costs(path, binary):
+    """{address: instructions} of `binary`'s own code in a callgrind file written with
+    --dump-instr=yes (addresses absolute, +N/-N from the previous, or * for the same; names
+    compressed as (id); a calls= line's next cost line is the call's, left out)."""
+    names, costs = {}, {}
+    ob, last, call = None, 0, False
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+            if m:
+                if m.group(3):
+                    names[m.group(2)] = m.group(3)
+                if m.group(1) == "ob":
+                    ob = names.get(m.group(2))
+                continue
+            if line.startswith("calls="):
+                call = True
+                continue
+            m = re.match(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)", line)
+            if not m:
+                continue
+            a = m.group(1)
+            last = int(a, 16) if a.startswith("0x") else last if a == "*" else last + int(a)
+            if call:
+                call = False
+                continue
+            if ob is not None and os.path.realpath(ob) == os.path.realpath(binary):
+                costs[last] = costs.get(last, 0) + int(m.group(2))
+    return costs
+
+
+def print_hot(path, binary, pkts, least=0.5):
+    """The instructions of `binary` that ran at least `least` times a packet, disassembled."""
+    costs = instruction_costs(path, binary)
+    print(f"{os.path.basename(path)}: {binary}'s instructions run at least {least} times a packet")
+    hot = sorted(a for a, c in costs.items() if c / pkts >= least)
+    if not hot:
+        print("  (no instruction of the binary ran that often)")
+        return
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-C", f"--start-address={hot[0]}",
+                          f"--stop-address={hot[-1] + 16}", binary], capture_output=True, text=True).stdout
+    stack = 0
+    for line in dis.splitlines():
+        m = re.match(r"^\s*([0-9a-f]+):\s*(.*)$", line)
+        if m and costs.get(int(m.group(1), 16), 0) / pkts >= least:
+            print(f"  {costs[int(m.group(1), 16)] / pkts:6.2f}  {m.group(1)}  {m.group(2)}")
+            stack += bool(re.search(r"\(%r[bs]p", m.group(2)))
+    print(f"  {sum(costs.values()) / pkts:.1f} instructions/pkt in the binary's own code; {stack} of the "
+          "instructions listed take an rbp/rsp-relative operand")
+
+
+def measure(binary, cfg_text, tmp, seconds, name, asm=False):
     cfg = os.path.join(tmp, f"{name}.toml")
     with open(cfg, "w") as f:
         f.write(cfg_text + f'\n[control]\nsocket = "{tmp}/{name}.sock"\n')
@@ -44,7 +100,8 @@ def measure(binary, cfg_text, tmp, seconds, name):
     # worker can win it back every time, starving the thread that handles SIGINT (seen: a run
     # that never stopped). Fair scheduling does not change the worker's instruction count.
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--fair-sched=yes", f"--callgrind-out-file={out_file}",
-                          "--toggle-collect=dscpgw::worker_main*", binary, "run", "--config", cfg],
+                          "--toggle-collect=dscpgw::worker_main*"] + (["--dump-instr=yes"] if asm else [])
+                         + [binary, "run", "--config", cfg],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(seconds)
     p.send_signal(signal.SIGINT)
@@ -62,6 +119,8 @@ def measure(binary, cfg_text, tmp, seconds, name):
             for line in f:
                 if line.startswith("summary:") or line.startswith("totals:"):
                     total = max(total, int(line.split()[1]))
+    if asm:
+        print_hot(out_file, binary, int(rx.group(1)))
     return total / int(rx.group(1)), int(rx.group(1))
 
 
@@ -84,6 +143,7 @@ def main():
     ap.add_argument("--frames", choices=["single", "multi"], default="single")
     ap.add_argument("--lan", choices=["transparent", "routed", "tagged"], default="transparent")
     ap.add_argument("--keep", default=None, help="a directory for the callgrind files")
+    ap.add_argument("--asm", action="store_true", help="also the hot instructions, disassembled")
     a = ap.parse_args()
     tmp = a.keep or tempfile.mkdtemp(prefix="dscpgw-callgrind-")
     os.makedirs(tmp, exist_ok=True)
@@ -100,7 +160,7 @@ def main():
                           "geneve", bench.REMOTE[4]) + extra
     lan = "" if a.lan == "transparent" else f", {a.lan} LAN"
     if a.lan != "tagged":
-        ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "encap")
+        ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "encap", a.asm)
         print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     outers = [bench.pktlib.encap(x, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2,
                                  sport=49152 + 53 * (i % 16))
@@ -109,7 +169,7 @@ def main():
     wrpcap(outer_pcap, outers)
     cfg = bench.gw_config(eal, "net_null0,no-rx=1", f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
                           "geneve", bench.REMOTE[4]) + extra
-    ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "decap")
+    ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "decap", a.asm)
     print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     sys.stdout.flush()
 
