@@ -50,13 +50,11 @@ Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames
                         [--scaling] [--peer none|ovs]
 """
 import argparse
-import json
 import logging
 import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -70,6 +68,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
 from scapy.all import wrpcap  # noqa: E402
 import pktlib  # noqa: E402
 sys.path.insert(0, HERE)
+import dpdk_telemetry  # noqa: E402
 import ovs_peer  # noqa: E402
 
 EAL = ["-m", "1024", "--no-shconf", "--no-pci", "-l", "0,1", "--log-level=lib.*:error"]
@@ -173,31 +172,6 @@ def lcore_cpu_ns(pid, each=None):
     return total
 
 
-def runtime_dir(prefix):
-    """Where DPDK puts a process's runtime files (its telemetry socket): /var/run/dpdk/PREFIX for
-    root, else under $XDG_RUNTIME_DIR or /tmp."""
-    base = "/var/run" if os.getuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp")
-    return os.path.join(base, "dpdk", prefix)
-
-
-def port_counters(sock_path):
-    """Every port's counters over DPDK's telemetry socket: {port: /ethdev/stats}."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(2)
-    try:
-        s.connect(sock_path)
-        s.recv(16384)
-        s.send(b"/ethdev/list")
-        ports = json.loads(s.recv(65536).decode())["/ethdev/list"]
-        out = {}
-        for port in ports:
-            s.send(f"/ethdev/stats,{port}".encode())
-            out[port] = json.loads(s.recv(65536).decode())["/ethdev/stats"]
-        return out
-    finally:
-        s.close()
-
-
 class Window:
     """Packets and forwarding-thread CPU time over the same span of a running DPDK process.
 
@@ -208,7 +182,7 @@ class Window:
     forwards up to a second more, because its main loop looks at the flag once a second.)"""
 
     def __init__(self, p, prefix, seconds, settle=1.5):
-        sock = os.path.join(runtime_dir(prefix), "dpdk_telemetry.v2")
+        sock = dpdk_telemetry.socket_path(prefix)
         deadline = time.monotonic() + settle
         while not os.path.exists(sock) and time.monotonic() < deadline + 10 and p.poll() is None:
             time.sleep(0.05)
@@ -233,7 +207,7 @@ class Window:
         if p.poll() is not None:
             raise RuntimeError(f"exited early ({p.returncode})")
         try:
-            counters = port_counters(sock)
+            counters = dpdk_telemetry.port_stats(sock)
         except (OSError, ValueError, KeyError) as e:
             raise RuntimeError(f"no port counters over telemetry ({sock}): {e}") from e
         each = {}
@@ -253,7 +227,7 @@ def measure_and_stop(p, prefix, seconds):
         p.send_signal(signal.SIGINT)
         out, _ = p.communicate(timeout=60)
     finally:
-        shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
+        shutil.rmtree(dpdk_telemetry.runtime_dir(prefix), ignore_errors=True)
     return w, out
 
 
@@ -266,15 +240,19 @@ def eal_prefix(eal):
     return eal + ["--file-prefix", prefix], prefix
 
 
+def config_prefix(cfg_text):
+    """The --file-prefix gw_config() gave a config's EAL arguments."""
+    return re.search(r'"--file-prefix", "([^"]+)"', cfg_text).group(1)
+
+
 def run_dscpgw(binary, cfg_text, tmp, seconds):
     cfg = os.path.join(tmp, "bench.toml")
     cfg_text += f'\n[control]\nsocket = "{tmp}/bench.sock"\n'
-    m = re.search(r'--file-prefix", "([^"]+)"', cfg_text)
     with open(cfg, "w") as f:
         f.write(cfg_text)
     p = subprocess.Popen([binary, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True)
-    w, out = measure_and_stop(p, m.group(1), seconds)
+    w, out = measure_and_stop(p, config_prefix(cfg_text), seconds)
     c = re.search(r"worker 0: rx \d+ pkts, busy ([\d.]+) cycles/pkt", out)
     drops = re.search(r"^\s+total\s+(\d+)", out, re.M)
     if p.returncode != 0 or not c:

@@ -48,11 +48,12 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+import dpdk_telemetry  # scripts/, beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -156,16 +157,8 @@ def cpus():
 def telemetry(path, ports):
     """Pktgen's port counters over its DPDK telemetry socket, or None when it is gone."""
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.settimeout(2)
-        s.connect(path)
-        s.recv(16384)
-        out = []
-        for p in ports:
-            s.send(f"/ethdev/stats,{p}".encode())
-            out.append(json.loads(s.recv(65536).decode())["/ethdev/stats"])
-        s.close()
-        return out
+        st = dpdk_telemetry.port_stats(path, ports)
+        return [st[p] for p in ports]
     except (OSError, ValueError, KeyError):
         return None
 
@@ -294,7 +287,7 @@ def run_profile(a, name, tmp, pcaps):
         pg = subprocess.Popen(["script", "-qfec", " ".join(cmd), os.path.join(work, "pktgen.log")],
                               cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
-        tel = f"/var/run/dpdk/{prefix}/dpdk_telemetry.v2"
+        tel = dpdk_telemetry.socket_path(prefix)
         samples, stats, t0, cap_size = [], None, time.monotonic(), -1
         # Until Pktgen has written its capture (after its stop and a second's drain); then the
         # gateway is stopped while Pktgen is still connected, and Pktgen is killed. (Once, on CI,

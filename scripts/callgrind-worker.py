@@ -26,6 +26,7 @@ import glob
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,6 +107,7 @@ def measure(binary, cfg_text, tmp, seconds, name, asm=False):
     time.sleep(seconds)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=120)
+    shutil.rmtree(bench.dpdk_telemetry.runtime_dir(bench.config_prefix(cfg_text)), ignore_errors=True)
     rx = re.search(r"worker 0: rx (\d+) pkts", out)
     if not rx or int(rx.group(1)) == 0:
         raise RuntimeError("dscpgw under callgrind forwarded nothing:\n" + out[-3000:])
