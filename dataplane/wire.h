@@ -289,9 +289,13 @@ inline uint32_t fold64(uint64_t sum) {
 }
 
 // Whether an IPv4 header of `ihl` 32-bit words (5..15, all present) carries a right checksum: its
-// one's-complement sum is 0xffff. Words are added as they lie in memory, 32 bits at a time into 64
-// (a one's-complement sum does not depend on byte order or word width once folded): a handful of
-// instructions for the usual 20 bytes, where a 16-bit loop costs several times that.
+// one's-complement sum is 0xffff. Words are added as they lie in memory, 32 bits at a time into 64:
+// a handful of instructions for the usual 20 bytes, where a 16-bit loop costs several times that.
+// No fold: a one's-complement sum is the plain sum modulo 0xffff (2^16 = 1 there), with 0xffff
+// standing for a nonzero multiple of it; a 32-bit word is its two 16-bit halves' sum modulo 0xffff,
+// and the other byte order multiplies the sum by 256, prime to 0xffff. So the header is right
+// exactly when the 64-bit sum is a nonzero multiple of 0xffff, which the compiler tests with one
+// multiplication by the inverse of 0xffff and a compare.
 inline bool ipv4_header_sum_ok(const uint8_t* ip, unsigned ihl) {
     const auto word = [ip](unsigned i) {
         uint32_t w;
@@ -300,7 +304,7 @@ inline bool ipv4_header_sum_ok(const uint8_t* ip, unsigned ihl) {
     };
     uint64_t sum = word(0) + word(1) + word(2) + word(3) + word(4);  // The 20 fixed bytes.
     for (unsigned i = 5; i < ihl; ++i) sum += word(i);               // Options, if any.
-    return fold(fold64(sum)) == 0xffff;
+    return sum != 0 && sum % 0xffff == 0;
 }
 
 inline uint16_t csum_finish(uint32_t sum) {

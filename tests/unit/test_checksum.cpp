@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <rte_ip.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -100,6 +101,42 @@ TEST(Checksum, Ipv4HeaderCheckMatchesRecomputation) {
             }
         }
     }
+}
+
+// The check (a nonzero multiple of 0xffff, no fold) against the folded 16-bit sum on any header,
+// the checksum field right or not: right, each of its two forms of zero, one off either way, its
+// complement, random; and an all-zero header, whose sum folds to 0, not 0xffff.
+TEST(Checksum, Ipv4HeaderCheckAgreesWithTheFoldedSum) {
+    std::mt19937 rng(12);
+    const auto folded_ok = [](const uint8_t* h, unsigned ihl) {
+        uint32_t s = test::sum16(h, ihl * 4);
+        while (s >> 16) s = (s & 0xffff) + (s >> 16);
+        return s == 0xffff;
+    };
+    unsigned right = 0, wrong = 0;
+    for (unsigned ihl = 5; ihl <= 15; ++ihl) {
+        for (int round = 0; round < 200; ++round) {
+            uint8_t h[60];
+            for (auto& b : h) b = static_cast<uint8_t>(rng());
+            if (round % 10 == 0) std::fill(h, h + sizeof h, round % 20 == 0 ? 0x00 : 0xff);
+            h[10] = h[11] = 0;
+            const uint16_t c = test::finish(test::sum16(h, ihl * 4));
+            for (const uint16_t field : {c, uint16_t{0}, uint16_t{0xffff},
+                                         static_cast<uint16_t>(c + 1), static_cast<uint16_t>(c - 1),
+                                         static_cast<uint16_t>(~c), static_cast<uint16_t>(rng())}) {
+                h[10] = static_cast<uint8_t>(field >> 8);
+                h[11] = static_cast<uint8_t>(field);
+                const bool want = folded_ok(h, ihl);
+                (want ? right : wrong)++;
+                ASSERT_EQ(wire::ipv4_header_sum_ok(h, ihl), want)
+                    << "ihl " << ihl << " round " << round << " field " << field;
+            }
+        }
+    }
+    EXPECT_GT(right, 2200u);  // Each header's own checksum at least.
+    EXPECT_GT(wrong, 4400u);
+    const uint8_t zero[20] = {};
+    EXPECT_FALSE(wire::ipv4_header_sum_ok(zero, 5));
 }
 
 // raw_sum() against DPDK's own sum, folded: every length 0..300 and jumbo lengths, every offset
