@@ -9,6 +9,7 @@
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "dataplane/cksum.h"
@@ -311,7 +312,7 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, con
     e.nh_mac = nh_mac;
     e.notes = n;
     e.notes.roce_l3 = e.notes.roce_bth = nullptr;
-    e.max_ip_len = max_ip_len;
+    e.max_ip_len = static_cast<uint16_t>(std::min<uint32_t>(max_ip_len, 0xffff));
     e.tos = tos;
     e.roce = n.roce_bth != nullptr;
     e.offload = t.outer_v6 && t.tx_udp_offload && !t.udp6_zero_csum_tx;  // outer_lengths<true>()
@@ -326,6 +327,7 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, con
     } else {
         e.hdr_len = outer_hdr_len<false>();
         outer_headers<false>(t, e.hdr.data(), tos, dscp, hash, nh_mac);
+        e.csum_base = fold(t.hdr_csum_base + e.hdr[kEthLen + kIpv4TosOff]);
     }
 }
 

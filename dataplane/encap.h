@@ -21,7 +21,10 @@ struct alignas(64) EncapFlow {
     const std::atomic<uint64_t>* neighbor = nullptr;  // The next hop's MAC word, or none.
     uint64_t nh_mac = 0;      // What check_tunnel() found (0: the template's MAC).
     PacketNotes notes;        // The packet's notes but for its RoCE pointers.
-    uint32_t max_ip_len = 0;  // The receiving port's plain_mtu.
+    uint16_t max_ip_len = 0;  // The receiving port's plain_mtu (at most 65,535: a total length).
+    // IPv4 outer: the outer IP header's sum without its total length (TunnelConf::hdr_csum_base
+    // and the TOS), folded to 16 bits, so that adding the length takes one fold.
+    uint16_t csum_base = 0;
     uint8_t tos = 0;          // The inner TOS after marking.
     uint8_t hdr_len = 0;      // Of the outer headers: 50 (IPv4) or 70 (IPv6).
     bool roce = false;        // The flow carries a BTH (UDP 4791).

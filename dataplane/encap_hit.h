@@ -91,7 +91,9 @@ struct EncapKey {
 // The set of key `k`: its first way.
 [[gnu::always_inline]] inline EncapFlow* encap_flow_set(EncapCache& c, const EncapKey& k) {
     const uint64_t h = (k.addrs ^ k.rest) * 0x9e3779b97f4a7c15u;
-    return &c.flow[(h >> (64 - EncapCache::kSetBits)) * EncapCache::kWays];
+    constexpr size_t kSetBytes = EncapCache::kWays * sizeof(EncapFlow);
+    return reinterpret_cast<EncapFlow*>(reinterpret_cast<char*>(c.flow) +
+                                        (h >> (64 - EncapCache::kSetBits)) * kSetBytes);
 }
 
 inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
@@ -117,7 +119,14 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
     if (hdr_len == outer_hdr_len<false>()) {
         encap_room<false>(t, f, 0, inner_len);
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<false>());
-        outer_lengths<false>(t, f.data, inner_len, offload);
+        // outer_lengths<false>() from the entry's folded sum: base + length < 2 * 0xffff, so one
+        // fold lands in 1..0xffff, where the two folds of the unfolded sum land (both nonzero).
+        uint8_t* ip = f.data + kEthLen;
+        const uint32_t outer_ip_len = kIpv4Len + kUdpLen + 8 + inner_len;
+        store16(ip + kIpv4Len + 4, static_cast<uint16_t>(outer_ip_len - kIpv4Len));
+        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
+        const uint32_t sum = e.csum_base + outer_ip_len;
+        store16(ip + kIpv4CsumOff, static_cast<uint16_t>(~((sum & 0xffff) + (sum >> 16))));
     } else {
         encap_room<true>(t, f, 0, inner_len);
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<true>());
@@ -176,9 +185,10 @@ inline void encap_cache_bind(EncapCache& c, const Snapshot& s) {
                                                 : nullptr;
     if (e == nullptr) return {};
     // As it lies, as FlowTable::add() reads it; within the frame (encap_raw_key() took at least
-    // 54 bytes). Read before the headers move.
-    uint32_t qp = 0;
-    if (bth) std::memcpy(&qp, f.data + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);
+    // 54 bytes). Read before the headers move; 0 without a BTH (a mask, not a branch).
+    uint32_t qp;
+    std::memcpy(&qp, f.data + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);
+    qp &= -static_cast<uint32_t>(bth);
     if (!encap_cached(*e, ip_len, f)) return {};
     return {e, ip_len, qp};
 }
