@@ -360,6 +360,31 @@ template <bool kOuter>
         return encap_fast::encap_hit(rx_port, f, *bs.encap);
 }
 
+// Whether the direction's flow cache may hit in this burst: it has one, and (decap) it may hold
+// flows (DecapFlowCache::useful). The cache bound to the burst's snapshot (bind_burst()).
+template <bool kOuter>
+inline bool burst_cached(const BurstState& bs) {
+    if constexpr (kOuter)
+        return bs.decap_flows != nullptr && bs.decap_flows->useful;
+    else
+        return bs.encap != nullptr;
+}
+
+// Before a burst under `s` (the snapshot may change between bursts): runs held under another
+// snapshot counted in its bank, then the direction's caches bound to `s` (which may empty them).
+// Returns burst_cached<kOuter>().
+template <bool kOuter>
+inline bool bind_burst(const Snapshot& s, WorkerStats& st, BurstState& bs) {
+    if (unlikely(bs.runs_snap != nullptr && bs.runs_snap != &s)) flush_runs(st, bs);
+    if constexpr (kOuter) {
+        bs.decap.bind(s);
+        if (bs.decap_flows != nullptr) decap_fast::decap_cache_bind(*bs.decap_flows, s);
+    } else if (bs.encap != nullptr) {
+        encap_fast::encap_cache_bind(*bs.encap, s);
+    }
+    return burst_cached<kOuter>(bs);
+}
+
 // The observer of workers: none, so that the burst loop builds no notes for it.
 struct NoObserver {
     void operator()(const rte_mbuf*, const Verdict&, const PacketNotes&) const {}
@@ -370,36 +395,26 @@ struct NoObserver {
 // shaped port, sched_note() written; never the gateway's own frames). Observer: void
 // operator()(const rte_mbuf*, const Verdict&, const PacketNotes&), called for every packet after
 // processing (a no-op in workers).
-template <bool kOuter, typename Sink, typename Observer>
+//
+// kPlain: the burst's invariants the loop would otherwise test on every packet, settled once by
+// process_burst(): the direction has a flow cache that may hold flows, and no port is shaped (so
+// no hit is queued). Without it the same loop tests both per packet.
+template <bool kOuter, bool kPlain, typename Sink, typename Observer>
 inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                               WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0;
-    // Held runs of another snapshot are counted in its bank before the caches are bound to `s`
-    // (which may empty them).
-    if (unlikely(bs.runs_snap != nullptr && bs.runs_snap != &s)) flush_runs(st, bs);
     BurstCounters count(st, s.bank);
     DecapCache& decap_cache = bs.decap;
-    // The snapshot may change between bursts. `cached`: the direction has a flow cache, and it
-    // may hold flows (decap: DecapFlowCache::useful).
-    bool cached = false;
-    if constexpr (kOuter) {
-        decap_cache.bind(s);
-        if (bs.decap_flows != nullptr) {
-            decap_fast::decap_cache_bind(*bs.decap_flows, s);
-            cached = bs.decap_flows->useful;
-        }
-    } else if (bs.encap != nullptr) {
-        encap_fast::encap_cache_bind(*bs.encap, s);
-        cached = true;
-    }
+    const bool cached = kPlain || burst_cached<kOuter>(bs);
     auto& hit_runs =
         bs.runs(static_cast<std::conditional_t<kOuter, DecapFlow, EncapFlow>*>(nullptr));
+    // The whole burst's headers first: a loop of its own costs fewer instructions than a
+    // look-ahead test in the packet loop, and leaves every load of the burst in flight.
+    for (uint16_t i = 0; i < n; ++i) prefetch_headers(pkts[i], kOuter);
     // Walked by pointer: an index and a count lived on the stack here (no register left), two
     // instructions a packet more.
     rte_mbuf** const end = pkts + n;
-    for (uint16_t i = 0; i < n && i < kPrefetchAhead; ++i) prefetch_headers(pkts[i], kOuter);
     for (rte_mbuf** next = pkts; next != end; ++next) {
-        if (end - next > kPrefetchAhead) prefetch_headers(next[kPrefetchAhead], kOuter);
         rte_mbuf* m = *next;
         const uint32_t in_len = m->pkt_len;
         rx_bytes += in_len;
@@ -423,7 +438,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
                         encap_hit_outcome(e, f, o);
                     observe(static_cast<const rte_mbuf*>(m), o, o);
                 }
-                const bool queue = s.shaped_ports >> e.out_port & 1u;
+                const bool queue = !kPlain && (s.shaped_ports >> e.out_port & 1u);
                 if (queue)
                     sched_note(m, kOuter ? kSchedDecap : kSchedEncap, e.notes.class_id,
                                e.notes.tunnel_id);
@@ -518,10 +533,17 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
     // kBurst at a time at most, as a worker receives them.
     for (uint16_t done = 0; done < n;) {
         const auto k = static_cast<uint16_t>(std::min<int>(n - done, kBurst));
-        if (s.ports[rx_port].role == PortRole::inner)
-            process_burst_dir<false>(s, rx_port, pkts + done, k, st, bs, sink, observe);
-        else
-            process_burst_dir<true>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+        if (s.ports[rx_port].role == PortRole::inner) {
+            if (bind_burst<false>(s, st, bs) && s.shaped_ports == 0)
+                process_burst_dir<false, true>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+            else
+                process_burst_dir<false, false>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+        } else {
+            if (bind_burst<true>(s, st, bs) && s.shaped_ports == 0)
+                process_burst_dir<true, true>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+            else
+                process_burst_dir<true, false>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+        }
         done = static_cast<uint16_t>(done + k);
     }
 }

@@ -116,7 +116,9 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     // A routed LAN: the host's slot still its own (not freed since the fill) and resolved; the
     // frame readdressed to its MAC as it is now (as decap_tail() reads it), from the LAN port's.
     // The last check, so its writes may come with it.
-    if (unlikely(e->lan == DecapFlow::kLanRouted)) {
+    // (A transparent LAN, the usual one, tests the kind once.)
+    const bool transparent = e->lan == DecapFlow::kLanTransparent;
+    if (unlikely(!transparent) && e->lan == DecapFlow::kLanRouted) {
         const Neighbor& h = c.hosts[e->host];
         if (h.reuse.load(std::memory_order_relaxed) != e->host_reuse) return {};
         const uint64_t host_mac = h.mac.load(std::memory_order_relaxed);
@@ -124,12 +126,14 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
         unpack_mac(host_mac, d + kInnerOff);
         std::memcpy(d + kInnerOff + 6, e->lan_mac.data(), 6);
     }
-    // As it lies, as FlowTable::add() reads it; inside the frame (kLeastFrame).
-    uint32_t qp = 0;
-    if (bth) std::memcpy(&qp, d + kInnerOff + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);
+    // As it lies, as FlowTable::add() reads it; inside the frame (kLeastFrame). 0 without a BTH
+    // (a mask, not a branch).
+    uint32_t qp;
+    std::memcpy(&qp, d + kInnerOff + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);
+    qp &= -static_cast<uint32_t>(bth);
     if (e->tos_delta != 0) set_ipv4_tos_delta(d + kInnerOff + kEthLen, e->tos, e->tos_delta);
     // Ethernet padding is not delivered (decap_tail()).
-    if (unlikely(e->lan == DecapFlow::kLanTagged)) {
+    if (unlikely(!transparent) && e->lan == DecapFlow::kLanTagged) {
         // The LAN's tag behind the addresses, as decap_tail() pushes it.
         f.data = push_vlan_tag(d + kInnerOff, e->tci);
         f.headroom += kInnerOff - kVlanLen;
