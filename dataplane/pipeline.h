@@ -144,13 +144,16 @@ struct CacheHit {
     uint32_t qp = 0;
 };
 
-// The way of two-way set `set` that a flow cache fills for a key: the way that holds it, else a
-// free one, else the first after the older entry moved to the second. `has(e)`: `e` holds the
-// key; `used(e)`: `e` holds any.
+// The way of two-way set `set` that a flow cache fills for a key: the way that holds it, else
+// the first, its entry (if any) moved to the second first. The newest flow is in the first way,
+// which the hits compare first (a set's only flow, the usual case in a lightly used cache, costs
+// one key compare); a new flow pushes the second way's out. The caller ends every held run
+// before (an entry moves). `has(e)`: `e` holds the key; `used(e)`: `e` holds any.
 template <typename Flow, typename Has, typename Used>
 Flow& fill_way(Flow* set, Has has, Used used) {
-    if (has(set[1]) || (!used(set[1]) && !has(set[0]))) return set[1];
-    if (used(set[0]) && !has(set[0])) set[1] = set[0];
+    if (has(set[0])) return set[0];
+    if (has(set[1])) return set[1];
+    if (used(set[0])) set[1] = set[0];
     return set[0];
 }
 

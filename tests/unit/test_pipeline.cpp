@@ -529,6 +529,34 @@ TEST(Mtu, PathMtuLearnedFromTheUnderlay) {
     EXPECT_EQ(path(), 1600u);
 }
 
+// The flow caches' replacement (fill_way()): a set's first flow in the first way, which the hits
+// compare first; a new flow there, the one it displaces moved to the second way and the second
+// way's pushed out; a flow already in either way refilled where it is.
+TEST(FlowCache, FillWayKeepsTheNewestInTheFirstWay) {
+    struct Flow {
+        int key = 0;  // 0: free.
+    };
+    Flow set[2];
+    const auto fill = [&set](int key) {
+        Flow& e = fill_way(
+            set, [key](const Flow& f) { return f.key == key; },
+            [](const Flow& f) { return f.key != 0; });
+        e.key = key;
+        return &e - set;
+    };
+    EXPECT_EQ(fill(1), 0);
+    EXPECT_EQ(set[0].key, 1);
+    EXPECT_EQ(set[1].key, 0);
+    EXPECT_EQ(fill(1), 0);  // Refilled in place.
+    EXPECT_EQ(fill(2), 0);  // 1 to the second way.
+    EXPECT_EQ(set[1].key, 1);
+    EXPECT_EQ(fill(1), 1);  // In the second way: refilled there, nothing moves.
+    EXPECT_EQ(set[0].key, 2);
+    EXPECT_EQ(fill(3), 0);  // 2 to the second way, 1 pushed out.
+    EXPECT_EQ(set[0].key, 3);
+    EXPECT_EQ(set[1].key, 2);
+}
+
 // The worker's encap flow cache: a hit gives what the slow way gives, byte for byte, and what may
 // change under a snapshot (the next hop's MAC, the path MTU) or with it takes effect at once.
 TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
