@@ -223,8 +223,9 @@ class BurstCounters {
         if (unlikely(e.run_n == 0 || e.run_qp != h.qp)) start_run(e, h.qp, bs);
         ++e.run_n;
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e)>, EncapFlow>)
-            e.run_in_bytes += in_len;
-        e.run_ip_bytes += h.ip_len;
+            e.run_bytes += uint64_t{in_len} << 32 | h.ip_len;
+        else
+            e.run_ip_bytes += h.ip_len;
     }
     // Every run of one direction's cache to the counters: at the end of the burst (held runs: at
     // flush_runs()), and before the slow way may refill (and so change) an entry holding a run.
@@ -274,23 +275,27 @@ class BurstCounters {
         constexpr bool kDecap = std::is_same_v<Flow, DecapFlow>;
         const uint32_t n = e.run_n;
         if (n == 0) return;
+        uint32_t ip_bytes;
+        if constexpr (kDecap)
+            ip_bytes = e.run_ip_bytes;
+        else
+            ip_bytes = e.run_ip_bytes();
         const PacketNotes& notes = e.notes;
         const auto t = static_cast<size_t>(notes.tunnel_id);
         if (notes.dscp_rewritten) rewrites_ += n;
         if constexpr (kDecap) {
             // Each packet left as its inner Ethernet header (and a tagged LAN's tag) and IP packet.
-            decaps_.add(t, e.run_ip_bytes + uint64_t{n} * e.l2_len(), n);
+            decaps_.add(t, ip_bytes + uint64_t{n} * e.l2_len(), n);
             if (unlikely(notes.qos_noted)) st_.dataplane[DataplaneCounter::pcp_rewrites][0].add(n);
             if (notes.outer_remarked) cc_.tunnel[TunnelCounter::outer_dscp_remarked][t].add(n);
             if (notes.ce_marked) cc_.tunnel[TunnelCounter::ecn_ce_marked][t].add(n);
         } else {
             if (notes.dscp_in >= 0)  // Always, for IPv4: as processed<false>() has it.
                 classes_.add(notes.class_id >= 0 ? static_cast<size_t>(notes.class_id) : kNoClass,
-                             e.run_in_bytes, n);
+                             e.run_in_bytes(), n);
             // Each packet left as the outer headers, its inner Ethernet header and its IP packet.
-            encaps_.add(t, e.run_ip_bytes + uint64_t{n} * (e.hdr_len + wire::kEthLen), n);
+            encaps_.add(t, ip_bytes + uint64_t{n} * (e.hdr_len + wire::kEthLen), n);
             if (notes.outer_mapped) cc_.tunnel[TunnelCounter::outer_dscp_mapped][t].add(n);
-            e.run_in_bytes = 0;
         }
         if (e.roce) {
             const bool cnp = e.bth_opcode() == kBthOpcodeCnp;
@@ -298,10 +303,13 @@ class BurstCounters {
                 cc_.tunnel[kDecap ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].add(n);
             if (bs.flows != nullptr)
                 bs.flows->add4(bs.flow_runs, e.roce_addrs(), e.run_qp, notes.tunnel_id, kDecap, n,
-                               e.run_ip_bytes, cnp ? n : 0, bs.now_tsc);
+                               ip_bytes, cnp ? n : 0, bs.now_tsc);
         }
         e.run_n = 0;
-        e.run_ip_bytes = 0;
+        if constexpr (kDecap)
+            e.run_ip_bytes = 0;
+        else
+            e.run_bytes = 0;
     }
 
     WorkerStats& st_;
