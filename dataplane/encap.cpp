@@ -294,7 +294,7 @@ template <bool kV6>
 
 // Records what the slow way decided for the flow of `pp` (IPv4, encapsulated through tunnel
 // `t` with inner TOS `tos`, outer DSCP `dscp`, notes `n` and entropy `hash`) in its set `set`:
-// the way it had, else a free one, else the first after the older entry moved to the second.
+// the way it had, else the first, its entry moved to the second (fill_way()).
 // The arguments are values: a ParsedPacket passed by reference would have to live in memory.
 __attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, const Snapshot& s,
                                           const TunnelConf& t, const PacketNotes& n,

@@ -54,10 +54,10 @@ struct alignas(64) EncapFlow {
     uint64_t roce_addrs() const { return addrs; }  // The conversation's (FlowTable::add4()).
 };
 
-// A worker's EncapFlows: two-way sets chosen by a hash of the key (a new flow takes a free way,
-// else pushes the older entry out), bound to one snapshot (generation and address):
-// encap_plain() empties it when handed another. 48 KB, of which a worker touches what its flows
-// use.
+// A worker's EncapFlows: two-way sets chosen by a hash of the key (a new flow takes the first
+// way, its entry moving to the second and pushing the older out), bound to one snapshot
+// (generation and address): encap_plain() empties it when handed another. 48 KB, of which a
+// worker touches what its flows use.
 struct EncapCache {
     static constexpr unsigned kSetBits = 7, kWays = 2;
     const Snapshot* snap = nullptr;
