@@ -23,7 +23,6 @@
 namespace dscpgw {
 
 inline constexpr uint16_t kBurst = 32;
-inline constexpr uint16_t kPrefetchAhead = 4;
 
 // A token bucket of `rate` tokens per second, `rate` deep.
 struct TokenBucket {
