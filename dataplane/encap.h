@@ -25,10 +25,10 @@ struct alignas(64) EncapFlow {
     // IPv4 outer: the outer IP header's sum without its total length (TunnelConf::hdr_csum_base
     // and the TOS), folded to 16 bits, so that adding the length takes one fold.
     uint16_t csum_base = 0;
-    uint8_t tos = 0;          // The inner TOS after marking.
-    uint8_t hdr_len = 0;      // Of the outer headers: 50 (IPv4) or 70 (IPv6).
-    bool roce = false;        // The flow carries a BTH (UDP 4791).
-    bool offload = false;     // The device sums the outer UDP datagram (IPv6, tx_udp_offload).
+    uint8_t tos = 0;       // The inner TOS after marking.
+    uint8_t hdr_len = 0;   // Of the outer headers: 50 (IPv4) or 70 (IPv6).
+    bool roce = false;     // The flow carries a BTH (UDP 4791).
+    bool offload = false;  // The device sums the outer UDP datagram (IPv6, tx_udp_offload).
     // The inner header checksum's change for the key's TOS -> tos (wire::ipv4_tos_csum_delta()),
     // 0 when marking leaves the TOS as it came.
     uint16_t tos_delta = 0;
