@@ -327,7 +327,7 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, con
     } else {
         e.hdr_len = outer_hdr_len<false>();
         outer_headers<false>(t, e.hdr.data(), tos, dscp, hash, nh_mac);
-        e.csum_base = fold(t.hdr_csum_base + e.hdr[kEthLen + kIpv4TosOff]);
+        e.csum_base = ipv4_outer_csum_base(t, e.hdr.data());
     }
 }
 

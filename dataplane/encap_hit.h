@@ -23,24 +23,40 @@ constexpr uint32_t outer_hdr_len() {
     return static_cast<uint32_t>(kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8);
 }
 
+// The outer IPv4 header's sum without its total length: the tunnel's template words
+// (TunnelConf::hdr_csum_base) and the TOS at `hdr` (as outer_headers() left it), folded to 16 bits
+// (EncapFlow::csum_base keeps it).
+inline uint16_t ipv4_outer_csum_base(const TunnelConf& t, const uint8_t* hdr) {
+    return fold(t.hdr_csum_base + hdr[kEthLen + kIpv4TosOff]);
+}
+
+// The lengths and the header checksum of the outer IPv4 and UDP headers at `hdr` for an inner frame
+// of `inner_len` bytes, from ipv4_outer_csum_base(): base + length < 2 * 0xffff, so one fold lands
+// in 1..0xffff, where the two folds of the unfolded sum land (both nonzero). The outer UDP checksum
+// stays zero, as RFC 7348 and RFC 8926 allow over IPv4.
+[[gnu::always_inline]] inline void ipv4_outer_lengths(uint8_t* hdr, uint16_t csum_base,
+                                                      uint32_t inner_len) {
+    uint8_t* ip = hdr + kEthLen;
+    const uint32_t outer_ip_len = kIpv4Len + kUdpLen + 8 + inner_len;
+    store16(ip + kIpv4Len + 4, static_cast<uint16_t>(outer_ip_len - kIpv4Len));
+    store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
+    const uint32_t sum = csum_base + outer_ip_len;
+    store16(ip + kIpv4CsumOff, static_cast<uint16_t>(~((sum & 0xffff) + (sum >> 16))));
+}
+
 // The per-packet part of the outer headers at `hdr` (as outer_headers() left them) for an inner
 // frame of `inner_len` bytes: lengths and checksums. `offload`: set when the device is to sum
 // the outer UDP datagram.
 template <bool kV6>
 [[gnu::always_inline]] inline void outer_lengths(const TunnelConf& t, uint8_t* hdr,
                                                  uint32_t inner_len, bool& offload) {
-    constexpr uint32_t ip_hdr_len = kV6 ? kIpv6Len : kIpv4Len;
-    const uint32_t outer_ip_len = ip_hdr_len + kUdpLen + 8 + inner_len;
-    uint8_t* ip = hdr + kEthLen;
-    uint8_t* udp = ip + ip_hdr_len;
-    const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
-    store16(udp + 4, udp_len);
     if constexpr (!kV6) {
-        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
-        store16(ip + kIpv4CsumOff,
-                static_cast<uint16_t>(~fold(t.hdr_csum_base + ip[kIpv4TosOff] + outer_ip_len)));
-        // The outer UDP checksum stays zero, as RFC 7348 and RFC 8926 allow over IPv4.
+        ipv4_outer_lengths(hdr, ipv4_outer_csum_base(t, hdr), inner_len);
     } else {
+        uint8_t* ip = hdr + kEthLen;
+        uint8_t* udp = ip + kIpv6Len;
+        const uint16_t udp_len = static_cast<uint16_t>(kUdpLen + 8 + inner_len);
+        store16(udp + 4, udp_len);
         store16(ip + kIpv6PayloadLenOff, udp_len);
         // Over IPv6 the UDP checksum is mandatory (RFC 8200 section 8.1), unless the tunnel says
         // its far end takes zero checksums (RFC 6935/6936; Linux's udp6zerocsumrx).
@@ -119,14 +135,7 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
     if (hdr_len == outer_hdr_len<false>()) {
         encap_room<false>(t, f, 0, inner_len);
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<false>());
-        // outer_lengths<false>() from the entry's folded sum: base + length < 2 * 0xffff, so one
-        // fold lands in 1..0xffff, where the two folds of the unfolded sum land (both nonzero).
-        uint8_t* ip = f.data + kEthLen;
-        const uint32_t outer_ip_len = kIpv4Len + kUdpLen + 8 + inner_len;
-        store16(ip + kIpv4Len + 4, static_cast<uint16_t>(outer_ip_len - kIpv4Len));
-        store16(ip + kIpv4TotalLenOff, static_cast<uint16_t>(outer_ip_len));
-        const uint32_t sum = e.csum_base + outer_ip_len;
-        store16(ip + kIpv4CsumOff, static_cast<uint16_t>(~((sum & 0xffff) + (sum >> 16))));
+        ipv4_outer_lengths(f.data, e.csum_base, inner_len);  // The entry's sum: no TOS load.
     } else {
         encap_room<true>(t, f, 0, inner_len);
         std::memcpy(f.data, e.hdr.data(), outer_hdr_len<true>());
