@@ -17,14 +17,19 @@ const bool kHasAvx2 = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") != 0;
 }();
+const bool kHasAvx512 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0;
+}();
 
-// The vector loop takes 16-bit words with their top bit flipped (XOR 0x8000): each is then the
+// The vector loops take 16-bit words with their top bit flipped (XOR 0x8000): each is then the
 // signed number word − 0x8000, which VPMADDWD multiplies by one and adds in pairs into 32-bit
 // lanes, three instructions per 32 bytes against four for 32-bit words widened into 64-bit lanes
 // (AVX-512 VNNI's VPDPWSSD, which also adds, measured no faster). The bias is added back once a
-// block: 0x8000 for every word. A lane gains at most 2 × 0x8000 in magnitude per 32 bytes it
-// takes, so a block of kBlock bytes cannot overflow it whatever the lanes' share.
+// block: 0x8000 for every word. A lane gains at most 2 × 0x8000 in magnitude per chunk it takes,
+// so a block of kBlock bytes cannot overflow it whatever the lanes' share.
 constexpr size_t kChunk = 32;
+constexpr size_t kWideChunk = 64;
 constexpr size_t kBlock = size_t{1} << 16;
 
 // The 16 words at `p`, biased, added in pairs into eight 32-bit lanes. VLDDQU: the release build's
@@ -58,28 +63,84 @@ __attribute__((target("avx2"))) int64_t block_avx2(const uint8_t* p, size_t n) {
     return lanes_sum(a0) + lanes_sum(a1);
 }
 
+// The 32 words at `p`, biased, added in pairs into sixteen 32-bit lanes.
+__attribute__((target("avx512f,avx512bw"))) inline __m512i pair_sums512(const uint8_t* p) {
+    return _mm512_madd_epi16(_mm512_xor_si512(_mm512_loadu_si512(p), _mm512_set1_epi16(INT16_MIN)),
+                             _mm512_set1_epi16(1));
+}
+
+// The sixteen signed 32-bit lanes of `a` and the sixteen of `b`, added exactly: sign-extended by
+// GCC's vector shifts (GCC 12's widening, extracting and shifting intrinsics trip -Wuninitialized
+// on their own headers, GCC bug 105593).
+__attribute__((target("avx512f,avx512bw"))) inline int64_t lanes_sum(__m512i a, __m512i b) {
+    using I64x8 = int64_t __attribute__((vector_size(64)));
+    const auto x = reinterpret_cast<I64x8>(a);
+    const auto y = reinterpret_cast<I64x8>(b);
+    const I64x8 w = ((x << 32) >> 32) + (x >> 32) + ((y << 32) >> 32) + (y >> 32);
+    int64_t s = 0;
+    for (int i = 0; i < 8; ++i) s += w[i];
+    return s;
+}
+
+// The same with 64-byte vectors: half the instructions a byte. On this VM's EPYC (Zen 4, which
+// runs a 512-bit operation as two 256-bit halves) 4096 bytes in L1 took 80 TSC cycles against the
+// AVX2 loop's 100-109, 9000 bytes 173-177 against 209 (the instruction count, not the execution
+// units, held the AVX2 loop back). `n` is a multiple of kWideChunk, at most kBlock.
+__attribute__((target("avx512f,avx512bw"))) int64_t block_avx512(const uint8_t* p, size_t n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0;
+    size_t i = 0;
+    for (; i + 2 * kWideChunk <= n; i += 2 * kWideChunk) {
+        a0 = _mm512_add_epi32(a0, pair_sums512(p + i));
+        a1 = _mm512_add_epi32(a1, pair_sums512(p + i + kWideChunk));
+    }
+    if (i < n) a0 = _mm512_add_epi32(a0, pair_sums512(p + i));
+    return lanes_sum(a0, a1);
+}
+
+// Adds the whole chunks of `chunk` bytes at `p` (at most `len`) to `s` through `block`, a block at
+// a time, the bias added back; returns how many bytes it took.
+template <size_t chunk, typename Block>
+inline size_t add_blocks(const uint8_t* p, size_t len, uint64_t& s, Block block) {
+    size_t i = 0;
+    while (len - i >= chunk) {
+        const size_t n = std::min(kBlock, (len - i) / chunk * chunk);
+        s += static_cast<uint64_t>(block(p + i, n) + int64_t{0x8000} * static_cast<int64_t>(n / 2));
+        i += n;
+    }
+    return i;
+}
+
 }  // namespace
 
 // The whole chunks through block_avx2(), a block at a time, the bias added back; the tail (under
 // 32 bytes, at an even offset) through DPDK's loop.
 uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum) {
     uint64_t s = sum;
-    size_t i = 0;
-    while (len - i >= kChunk) {
-        const size_t n = std::min(kBlock, (len - i) / kChunk * kChunk);
-        s += static_cast<uint64_t>(block_avx2(p + i, n) +
-                                   int64_t{0x8000} * static_cast<int64_t>(n / 2));
-        i += n;
-    }
+    const size_t i = add_blocks<kChunk>(p, len, s, block_avx2);
+    if (i < len) s += __rte_raw_cksum(p + i, len - i, 0);
+    return wire::fold64(s);
+}
+
+// The whole 64-byte chunks through block_avx512(), a last 32-byte chunk through block_avx2() (an
+// AVX-512BW CPU has AVX2), the tail through DPDK's loop.
+uint32_t raw_sum_avx512(const uint8_t* p, size_t len, uint32_t sum) {
+    uint64_t s = sum;
+    size_t i = add_blocks<kWideChunk>(p, len, s, block_avx512);
+    i += add_blocks<kChunk>(p + i, len - i, s, block_avx2);
     if (i < len) s += __rte_raw_cksum(p + i, len - i, 0);
     return wire::fold64(s);
 }
 
 uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum) {
-    if (kHasAvx2 && len >= 128) return raw_sum_avx2(p, len, sum);
+    if (len >= 128) {
+        if (kHasAvx512) return raw_sum_avx512(p, len, sum);
+        if (kHasAvx2) return raw_sum_avx2(p, len, sum);
+    }
     return __rte_raw_cksum(p, len, sum);
 }
 
-bool raw_sum_vectorised() { return kHasAvx2; }
+RawSumLoop raw_sum_loop() {
+    return kHasAvx512 ? RawSumLoop::kAvx512 : kHasAvx2 ? RawSumLoop::kAvx2 : RawSumLoop::kDpdk;
+}
 
 }  // namespace dscpgw

@@ -1,6 +1,7 @@
 // The one's-complement sum of long data (the outer IPv6 UDP checksum of a tunnelled frame, summed
 // on encap when the device does not offload it, and verified on decap when the device gave no
-// verdict): 32 bytes a step with AVX2 where the CPU has it (checked once), else DPDK's sum.
+// verdict): 64 bytes a step with AVX-512BW, else 32 with AVX2, where the CPU has them (checked
+// once), else DPDK's sum.
 #pragma once
 
 #include <cstddef>
@@ -13,10 +14,12 @@ namespace dscpgw {
 // one's-complement number: folded to 16 bits it is equal, and it is zero only when DPDK's is.
 uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum);
 
-// Whether raw_sum() takes the AVX2 loop on this CPU (for the benchmarks' header).
-bool raw_sum_vectorised();
+// Which loop raw_sum() takes on this CPU from 128 bytes on (the benchmark, the tests).
+enum class RawSumLoop : uint8_t { kDpdk, kAvx2, kAvx512 };
+RawSumLoop raw_sum_loop();
 
-// The AVX2 loop itself, for the unit test on CPUs that have it; any length.
+// The vector loops themselves, for the unit tests on CPUs that have them; any length.
 uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum);
+uint32_t raw_sum_avx512(const uint8_t* p, size_t len, uint32_t sum);
 
 }  // namespace dscpgw
