@@ -13,13 +13,13 @@ ninja -C build >/dev/null
 if [ "${1:-}" = "--sanitize" ]; then
   if [ ! -f build-san/build.ninja ]; then
     CC=clang CXX=clang++ meson setup build-san --buildtype=debug -Doptimization=1 \
-      -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true -Dbench=false \
+      -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true -Dbench=false -Ddpdk_static=false \
       -Dcpp_args=-fno-sanitize-recover=all -Dcpp_link_args=-fno-sanitize-recover=all >/dev/null
   fi
   ninja -C build-san >/dev/null
   if [ ! -f build-tsan/build.ninja ]; then
     CC=clang CXX=clang++ meson setup build-tsan --buildtype=debug -Doptimization=1 \
-      -Db_sanitize=thread -Db_lundef=false -Dbench=false >/dev/null
+      -Db_sanitize=thread -Db_lundef=false -Dbench=false -Ddpdk_static=false >/dev/null
   fi
   ninja -C build-tsan dscpgw tests/unit_tests >/dev/null
 fi
