@@ -1848,7 +1848,14 @@ def check_warns_of_a_shadowed_class():
 def cli_version_help_and_option_forms():
     p = run(["--version"])
     eq(p.returncode, 0, "--version")
-    assert re.match(r"dscpgw \d+\.\d+\.\d+ \(DPDK 22\.11[.\d]*\)\n$", p.stdout), p.stdout
+    assert re.match(r"dscpgw \d+\.\d+\.\d+ \(DPDK 22\.11[.\d]*\)\n"
+                    r"DPDK drivers( linked in: [a-z0-9_ ]+|: the shared plugins in /\S+)\n$", p.stdout), p.stdout
+    # A statically linked binary names the vdevs the tests and the benchmarks use.
+    if "linked in" in p.stdout:
+        have = set(p.stdout.split("linked in: ")[1].split())
+        for d in ("net_pcap", "net_null", "net_ring", "net_memif", "net_af_packet", "net_tap", "net_vhost",
+                  "net_virtio", "bus_vdev", "bus_pci", "mempool_ring"):
+            assert d in have, f"{d} is not linked in: {p.stdout}"
     p = run(["--help"])
     eq(p.returncode, 0, "--help")
     for c in ("check", "replay", "run", "ctl", "exit codes: 0 ok, 1 runtime failure, 2 bad usage"):

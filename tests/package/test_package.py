@@ -128,7 +128,10 @@ def packaged_binaries_run():
     conf = os.path.join(PKG["root"], "etc", "dscpgw", "dscpgw.toml")
     p = run([os.path.join(bin_dir, "dscpgw"), "--version"])
     eq(p.returncode, 0, "dscpgw --version")
-    assert re.fullmatch(r"dscpgw 0\.1\.0 \(DPDK 22\.11\.\d+\)\n", p.stdout), p.stdout
+    # The package takes DPDK's shared libraries, its drivers the plugins debian/control recommends.
+    assert re.fullmatch(r"dscpgw 0\.1\.0 \(DPDK 22\.11\.\d+\)\n"
+                        r"DPDK drivers: the shared plugins in /usr/lib/x86_64-linux-gnu/dpdk/pmds-23\.0\n",
+                        p.stdout), p.stdout
     p = run([os.path.join(bin_dir, "dscpgw-hostmark"), "--version"])
     eq(p.returncode, 0, "dscpgw-hostmark --version")
     assert re.fullmatch(r"dscpgw-hostmark 0\.1\.0 \(libbpf \d+\.\d+\)\n", p.stdout), p.stdout
