@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds dscpgw: build/ (release: the binary, unit tests, benchmarks) and, with --sanitize,
-# build-san/ (clang, ASan+UBSan, the libFuzzer target) and build-tsan/ (clang, ThreadSanitizer:
-# the binary and the unit tests, for the concurrent tests).
+# Builds dscpgw: build/ (release: the binary, unit tests, benchmarks; DPDK linked in, meson's
+# dpdk_static) and, with --sanitize, build-san/ (clang, ASan+UBSan, the libFuzzer target) and
+# build-tsan/ (clang, ThreadSanitizer: the binary and the unit tests, for the concurrent tests),
+# both with DPDK's shared libraries (uninstrumented either way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
