@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "config/config.h"
@@ -62,19 +61,15 @@ void ctl_usage(std::FILE* f) {
                  dscpgw::ctl_help("  ").c_str());
 }
 
-#ifndef DSCPGW_DPDK_DRIVERS
-#define DSCPGW_DPDK_DRIVERS "plugins"
-#endif
-
 // The second line says which drivers this binary can probe: those linked in (meson's dpdk_static,
 // dpdk_drivers), or DPDK's shared plugins, which the EAL loads from its driver directory.
 void version() {
     std::printf("dscpgw %s (%s)\n", DSCPGW_VERSION, rte_version());  // "DPDK 22.11.x".
-    const std::string_view drivers = DSCPGW_DPDK_DRIVERS;
-    if (drivers == "plugins")
-        std::printf("DPDK drivers: the shared plugins in %s\n", RTE_EAL_PMD_PATH);
-    else
-        std::printf("DPDK drivers linked in: %s\n", DSCPGW_DPDK_DRIVERS);
+#ifdef DSCPGW_DPDK_DRIVERS
+    std::printf("DPDK drivers linked in: %s\n", DSCPGW_DPDK_DRIVERS);
+#else
+    std::printf("DPDK drivers: the shared plugins in %s\n", RTE_EAL_PMD_PATH);
+#endif
 }
 
 void command_help(const Command& c) {
