@@ -15,11 +15,15 @@ capture's inner frames are untagged). With --keep DIR the callgrind files stay i
 also prints, per case, the gateway binary's instructions that ran at least once every two packets,
 in address order, each with its count per packet (objdump's disassembly): where a change to the
 packet path went, and which values the compiler keeps on the stack (the count of rbp/rsp-relative
-operands is printed last).
+operands is printed last). With --cache-sim callgrind also simulates the caches (the geometry the
+CPU reports through CPUID, no hardware prefetcher) and it prints the first-level data misses a
+packet, and with --asm as well the instructions that missed at least once every 20 packets, with
+their functions (the PMDs' included, DPDK being linked in): where a case's memory traffic comes
+from, not what it costs.
 
 Usage: callgrind-worker.py [--dscpgw build/dscpgw] [--seconds N] [--size 74] [--flows N]
                            [--frames single|multi] [--lan transparent|routed|tagged] [--keep DIR]
-                           [--asm]
+                           [--asm] [--cache-sim]
 """
 import argparse
 import glob
@@ -41,10 +45,12 @@ spec.loader.exec_module(bench)
 from scapy.all import wrpcap  # noqa: E402
 
 
-def instruction_costs(path, binary):
+def instruction_costs(path, binary, events=(0,)):
     """{address: instructions} of `binary`'s own code in a callgrind file written with
     --dump-instr=yes (addresses absolute, +N/-N from the previous, or * for the same; names
-    compressed as (id); a calls= line's next cost line is the call's, left out)."""
+    compressed as (id); a calls= line's next cost line is the call's, left out). `events`: which
+    of the file's events to add up (0: instructions; trailing zero events are left out of a
+    line)."""
     names, costs = {}, {}
     ob, last, call = None, 0, False
     with open(path) as f:
@@ -59,7 +65,7 @@ def instruction_costs(path, binary):
             if line.startswith("calls="):
                 call = True
                 continue
-            m = re.match(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+\s+(\d+)", line)
+            m = re.match(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s+\S+((?:\s+\d+)+)\s*$", line)
             if not m:
                 continue
             a = m.group(1)
@@ -68,7 +74,8 @@ def instruction_costs(path, binary):
                 call = False
                 continue
             if ob is not None and os.path.realpath(ob) == os.path.realpath(binary):
-                costs[last] = costs.get(last, 0) + int(m.group(2))
+                v = m.group(2).split()
+                costs[last] = costs.get(last, 0) + sum(int(v[e]) for e in events if e < len(v))
     return costs
 
 
@@ -92,7 +99,22 @@ def print_hot(path, binary, pkts, least=0.5):
           "instructions listed take an rbp/rsp-relative operand")
 
 
-def measure(binary, cfg_text, tmp, seconds, name, asm=False):
+def print_misses(path, binary, pkts, events, least=0.05):
+    """The instructions of `binary` that missed the simulated first-level data cache at least
+    `least` times a packet, with their function and disassembly."""
+    costs = instruction_costs(path, binary, [events.index("D1mr"), events.index("D1mw")])
+    hot = sorted(((c / pkts, a) for a, c in costs.items() if c / pkts >= least), reverse=True)
+    print(f"{os.path.basename(path)}: {binary}'s instructions that missed D1 at least {least} times a packet")
+    for per, a in hot:
+        fn = subprocess.run(["addr2line", "-f", "-C", "-e", binary, hex(a)], capture_output=True,
+                            text=True).stdout.split("\n")[0]
+        dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={a}",
+                              f"--stop-address={a + 16}", binary], capture_output=True, text=True).stdout
+        ins = re.search(rf"^\s*{a:x}:\s*(.*)$", dis, re.M)
+        print(f"  {per:6.3f}  {a:x}  {ins.group(1) if ins else '?':<36} {fn[:90]}")
+
+
+def measure(binary, cfg_text, tmp, seconds, name, asm=False, cache_sim=False):
     cfg = os.path.join(tmp, f"{name}.toml")
     with open(cfg, "w") as f:
         f.write(cfg_text + f'\n[control]\nsocket = "{tmp}/{name}.sock"\n')
@@ -102,6 +124,7 @@ def measure(binary, cfg_text, tmp, seconds, name, asm=False):
     # that never stopped). Fair scheduling does not change the worker's instruction count.
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--fair-sched=yes", f"--callgrind-out-file={out_file}",
                           "--toggle-collect=dscpgw::worker_main*"] + (["--dump-instr=yes"] if asm else [])
+                         + (["--cache-sim=yes"] if cache_sim else [])
                          + [binary, "run", "--config", cfg],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(seconds)
@@ -115,15 +138,31 @@ def measure(binary, cfg_text, tmp, seconds, name, asm=False):
     if drops is None or int(drops.group(1)) != 0:
         raise RuntimeError("dscpgw under callgrind dropped packets (the figure would not be the "
                            "forwarding path's):\n" + out[-3000:])
-    total = 0
+    pkts = int(rx.group(1))
+    events, totals, geometry = [], [], []
     for fn in glob.glob(out_file + "*"):
         with open(fn) as f:
             for line in f:
+                if line.startswith("desc: D1") or line.startswith("desc: LL"):
+                    geometry.append(line[6:].strip())
+                if line.startswith("events:"):
+                    events = line.split()[1:]
                 if line.startswith("summary:") or line.startswith("totals:"):
-                    total = max(total, int(line.split()[1]))
+                    v = [int(x) for x in line.split()[1:]]
+                    if not totals or v[0] > totals[0]:
+                        totals = v
     if asm:
-        print_hot(out_file, binary, int(rx.group(1)))
-    return total / int(rx.group(1)), int(rx.group(1))
+        print_hot(out_file, binary, pkts)
+        if cache_sim:
+            print_misses(out_file, binary, pkts, events)
+    if cache_sim:
+        # Valgrind's model of the host's caches (the geometry CPUID gives; its last level is the
+        # last the CPU reports), not the CPU's counters: where misses come from, not what they
+        # cost, and no hardware prefetching.
+        per = dict(zip(events, (t / pkts for t in totals)))
+        print(f"{name}: simulated misses a packet ({'; '.join(sorted(set(geometry)))}): " + ", ".join(
+            f"{e} {per[e]:.3f}" for e in ("I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw") if e in per))
+    return totals[0] / pkts, pkts
 
 
 def with_lan(cfg, lan):
@@ -146,6 +185,8 @@ def main():
     ap.add_argument("--lan", choices=["transparent", "routed", "tagged"], default="transparent")
     ap.add_argument("--keep", default=None, help="a directory for the callgrind files")
     ap.add_argument("--asm", action="store_true", help="also the hot instructions, disassembled")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="also valgrind's simulated cache misses a packet (its cache model, not the CPU's)")
     a = ap.parse_args()
     tmp = a.keep or tempfile.mkdtemp(prefix="dscpgw-callgrind-")
     os.makedirs(tmp, exist_ok=True)
@@ -162,7 +203,7 @@ def main():
                           "geneve", bench.REMOTE[4]) + extra
     lan = "" if a.lan == "transparent" else f", {a.lan} LAN"
     if a.lan != "tagged":
-        ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "encap", a.asm)
+        ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "encap", a.asm, a.cache_sim)
         print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     outers = [bench.pktlib.encap(x, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2,
                                  sport=49152 + 53 * (i % 16))
@@ -171,7 +212,7 @@ def main():
     wrpcap(outer_pcap, outers)
     cfg = bench.gw_config(eal, "net_null0,no-rx=1", f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
                           "geneve", bench.REMOTE[4]) + extra
-    ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "decap", a.asm)
+    ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "decap", a.asm, a.cache_sim)
     print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     sys.stdout.flush()
 
