@@ -69,6 +69,7 @@ from scapy.all import wrpcap  # noqa: E402
 import pktlib  # noqa: E402
 sys.path.insert(0, HERE)
 import dpdk_telemetry  # noqa: E402
+import hostinfo  # noqa: E402
 import ovs_peer  # noqa: E402
 
 EAL = ["-m", "1024", "--no-shconf", "--no-pci", "-l", "0,1", "--log-level=lib.*:error"]
@@ -321,42 +322,6 @@ def pages(mode):
     return ["--no-huge"], "4 KB pages (--no-huge)"
 
 
-# AMD's core by family (0x19 holds Zen 3 and Zen 4: Zen 4 in models 0x10-0x1f, 0x60-0x7f and
-# 0xa0-0xaf).
-def amd_core(fam, model):
-    if fam == 0x19:
-        return "Zen 4" if model >> 4 in (0x1, 0x6, 0x7, 0xa) else "Zen 3"
-    return {0x17: "Zen 1/2", 0x1a: "Zen 5"}.get(fam, "")
-
-
-
-def host():
-    """The CPU the figures come from, as the guest sees it: model name, family/model (with AMD's
-    core name where the family gives it), CPUs, the TSC rate the kernel measured, L1d and L2.
-    A virtual machine may land on another host between runs; the figures belong to this line."""
-    info = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                info.setdefault(k.strip(), v.strip())
-    except OSError:
-        return "CPU unknown"
-    fam, model = int(info.get("cpu family", "0")), int(info.get("model", "0"))
-    core = amd_core(fam, model) if info.get("vendor_id") == "AuthenticAMD" else ""
-    caches = []
-    for name, key in (("L1d", "LEVEL1_DCACHE_SIZE"), ("L2", "LEVEL2_CACHE_SIZE")):
-        try:
-            n = int(subprocess.run(["getconf", key], capture_output=True, text=True).stdout.strip() or 0)
-        except (OSError, ValueError):
-            n = 0
-        if n:
-            caches.append(f"{name} {n >> 10} KB")
-    return (f"{info.get('model name', 'CPU')} (family {fam:#x} model {model:#x}{', ' + core if core else ''}), "
-            f"{os.cpu_count()} CPUs, TSC {float(info.get('cpu MHz', '0')):.0f} MHz"
-            + (", " + ", ".join(caches) if caches else ""))
-
-
 def spread(xs):
     return f"{statistics.median(xs):.2f} [{min(xs):.2f}..{max(xs):.2f}]"
 
@@ -455,7 +420,7 @@ def main():
         if why:
             sys.exit(why)
     tmp = tempfile.mkdtemp(prefix="dscpgw-bench-")
-    print(f"# {host()}")
+    print(f"# {hostinfo.describe()}")
     print(f"# {page_desc}; one forwarding lcore each; {a.repeat} interleaved repeats of {a.seconds:g} s; "
           "Mpps/core = packets sent / the lcore thread's CPU time; ratio = dscpgw / floor within a repeat, "
           "median [min..max]")

@@ -54,6 +54,7 @@ import tempfile
 import time
 
 import dpdk_telemetry  # scripts/, beside this file
+import hostinfo  # scripts/
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -418,6 +419,7 @@ def main():
                        stdout=subprocess.DEVNULL)
         links = {"auto": "two memif pairs (vhost-user pairs for jumbo frames)", "memif": "two memif pairs",
                  "vhost": "two vhost-user pairs"}[a.link]
+        print(f"# {hostinfo.describe()}")
         print(f"Pktgen-DPDK {a.pktgen} against {a.dscpgw}, {links}, --no-huge; {cpus()[2]}; "
               f"{a.seconds} s per profile at " + (f"{a.rate} % of the link" if a.rate is not None else "the profile's rate"))
         for n in names:
