@@ -5,6 +5,8 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#include <algorithm>
+
 #include "dataplane/burst.h"
 #include "dataplane/sched.h"
 #include "dataplane/trace.h"
@@ -141,6 +143,20 @@ __attribute__((noinline, cold)) BurstState process_traced(const WorkerContext& c
 
 }  // namespace
 
+std::vector<std::vector<uint16_t>> place_rx_queues(const std::vector<uint16_t>& rx_queues,
+                                                   unsigned workers) {
+    std::vector<std::vector<uint16_t>> at(workers,
+                                          std::vector<uint16_t>(rx_queues.size(), kNoRxQueue));
+    unsigned next = 0;  // The worker the next short port's first queue goes to.
+    for (size_t p = 0; p < rx_queues.size(); ++p) {
+        const unsigned n = std::min<unsigned>(rx_queues[p], workers);
+        const unsigned first = n == workers ? 0 : next;
+        for (unsigned q = 0; q < n; ++q) at[(first + q) % workers][p] = static_cast<uint16_t>(q);
+        if (n != workers) next = (next + n) % workers;
+    }
+    return at;
+}
+
 int worker_main(void* arg) {
     const WorkerContext& c = *static_cast<const WorkerContext*>(arg);
     TxQueue txq[kMaxPorts];
@@ -167,9 +183,9 @@ int worker_main(void* arg) {
         const size_t nports = s.ports.size();  // Fixed for the process: a reload keeps the ports.
         uint32_t got = 0;
         for (size_t p = 0; p < nports; ++p) {
-            if (!c.poll_rx[p]) continue;
+            if (c.rx_queue[p] == kNoRxQueue) continue;
             rte_mbuf* pkts[kBurst];
-            const uint16_t n = rte_eth_rx_burst(c.eth_port[p], c.queue, pkts, kBurst);
+            const uint16_t n = rte_eth_rx_burst(c.eth_port[p], c.rx_queue[p], pkts, kBurst);
             if (n == 0) continue;
             got += n;
             // `ctl trace`: one load per burst of a line only arming writes. The traced burst is

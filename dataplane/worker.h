@@ -25,9 +25,10 @@ struct WorkerContext {
     FlowTable* flows = nullptr;      // This worker's RoCE conversations; none: not tracked.
     TraceShared* trace = nullptr;    // `ctl trace`: armed by the control thread; none: no trace.
     std::vector<uint16_t> eth_port;  // Config port index -> ethdev port id.
-    std::vector<uint8_t>
-        poll_rx;         // Config port index -> whether this worker polls an RX queue there.
-    uint16_t queue = 0;  // This worker's RX queue (where polled) and TX queue on every port.
+    // Config port index -> the RX queue this worker polls there (place_rx_queues()), or
+    // kNoRxQueue.
+    std::vector<uint16_t> rx_queue;
+    uint16_t queue = 0;  // This worker's index: its TX queue on every port, its RCU thread id.
     // Config port index -> the TX queue the port's egress scheduler sends on (whoever holds its
     // lock sends: one queue keeps its packets in order), and the lock of that queue when it is
     // shared by the workers (nullptr: the worker's own queue).
@@ -42,6 +43,17 @@ struct WorkerContext {
     // before freeing the context, so the hand-back is visible to ThreadSanitizer as well.
     mutable std::atomic<bool> finished{false};
 };
+
+inline constexpr uint16_t kNoRxQueue = 0xffff;
+
+// Which worker polls each RX queue: rx_queues[p] queues on config port p (each at most
+// `workers`), result[w][p] the queue worker w polls on port p or kNoRxQueue. A port with a queue
+// per worker gives worker w its queue w (RSS spreads flows over all of them). The queues of ports
+// with fewer go round the workers in turn, continuing where the previous such port stopped, so
+// that single-queue devices (af_packet, tap, memif, pcap) are shared out and no worker idles
+// while another polls several. A worker polls at most one queue of a port.
+std::vector<std::vector<uint16_t>> place_rx_queues(const std::vector<uint16_t>& rx_queues,
+                                                   unsigned workers);
 
 // Runs until *ctx.stop becomes true. Suitable for rte_eal_remote_launch (argument: WorkerContext*).
 int worker_main(void* ctx);

@@ -50,8 +50,8 @@ struct PortPlan {
 };
 
 // Queue counts: one RX queue per worker where the device has them (RSS spreads flows), fewer
-// otherwise (workers beyond the count do not poll that port); one TX queue per worker, required, so
-// no worker ever shares a TX queue.
+// otherwise (place_rx_queues() shares such ports' queues out among the workers); one TX queue per
+// worker, required, so no worker ever shares a TX queue.
 bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& plan,
                std::string& err) {
     rte_eth_dev_info info{};
@@ -184,6 +184,7 @@ struct Ports {
     unsigned mbufs_at_start = 0;
     uint32_t max_frame = 0;  // Largest frame an mbuf holds.
     std::vector<std::array<uint8_t, 6>> macs;
+    std::vector<std::string> names;  // Config port index -> the port's name.
 
     ~Ports() {
         for (auto& [sock, mp] : pools) rte_mempool_free(mp);
@@ -315,6 +316,7 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
         std::array<uint8_t, 6> m{};
         std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
         ports.macs.push_back(m);
+        ports.names.push_back(pc.name);
         log_msg(Log::port, RTE_LOG_INFO,
                 "port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u%s",
                 pc.name.c_str(), pc.device.c_str(), ports.plans[i].rxq, ports.plans[i].txq,
@@ -332,6 +334,21 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
     std::vector<WorkerContext> ctxs(workers);
     // The locks of the schedulers' own TX queues, shared by the workers.
     const auto tx_locks = std::make_unique<std::atomic_flag[]>(kMaxPorts);
+    std::vector<uint16_t> rxq;
+    for (const PortPlan& plan : ports.plans) rxq.push_back(plan.rxq);
+    const auto placed = place_rx_queues(rxq, workers);
+    for (size_t p = 0; p < rxq.size(); ++p) {
+        std::string on;
+        for (unsigned w = 0; w < workers; ++w)
+            if (placed[w][p] != kNoRxQueue) {
+                on += ' ';  // Piecewise: GCC 12's -Wrestrict misreads " " + std::string.
+                on += std::to_string(placed[w][p]);
+                on += "->";
+                on += std::to_string(w);
+            }
+        log_msg(Log::port, RTE_LOG_INFO, "port %s: RX queue->worker%s", ports.names[p].c_str(),
+                on.c_str());
+    }
     for (unsigned w = 0; w < workers; ++w) {
         WorkerContext& c = ctxs[w];
         c.snap = cp.published();
@@ -343,10 +360,9 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
         c.stats = cp.stats(w);
         c.stop = &g_stop;
         c.inject = w == 0 ? inject : nullptr;
-        for (const PortPlan& plan : ports.plans) {
-            c.poll_rx.push_back(w < plan.rxq ? 1 : 0);
+        c.rx_queue = placed[w];
+        for (const PortPlan& plan : ports.plans)
             c.sched_queue.push_back(static_cast<uint16_t>(plan.txq > workers ? workers : w));
-        }
         c.sched_tx_lock = tx_locks.get();
     }
     const auto t0 = std::chrono::steady_clock::now();

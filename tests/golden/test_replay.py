@@ -1509,6 +1509,45 @@ def run_two_workers_share_nothing():
     assert "workers = 3 needs 3 worker lcores" in p.stderr, p.stderr
 
 
+@test
+def run_spreads_single_queue_ports_over_the_workers():
+    """Two ports of one RX queue each (net_pcap with one rx_pcap, as af_packet, tap or memif
+    often are) and two workers: each port polled by its own worker, not both by worker 0."""
+    import signal
+    import time
+    files = {k: os.path.join(TMP, f"w1q-{k}.pcap") for k in ("lan-in", "lan-out0", "lan-out1",
+                                                             "wan-in", "wan-out0", "wan-out1")}
+    wrpcap(files["lan-in"], [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i) for i in range(90)])
+    wrpcap(files["wan-in"], [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2, psn=i)) for i in range(50)])
+    def dev(n, side):
+        return (f"net_pcap{n},rx_pcap={files[side + '-in']},"
+                f"tx_pcap={files[side + '-out0']},tx_pcap={files[side + '-out1']}")
+    with open(GW) as f:
+        text = f.read()
+    text = text.replace('device = "net_null0"', f'device = "{dev(0, "lan")}"')
+    text = text.replace('device = "net_null1"', f'device = "{dev(1, "wan")}"')
+    text = text.replace('device = "net_null2"', 'device = "net_null2,no-rx=1"')
+    cfg = os.path.join(TMP, "w1q.toml")
+    with open(cfg, "w") as f:
+        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
+                '[gateway]\nworkers = 2\n' + text + f'\n[control]\nsocket = "{TMP}/w1q.sock"\n')
+    p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_running(p, f"{TMP}/w1q.sock", "w1q")
+    time.sleep(2)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    eq(p.returncode, 0, f"exit code: {err}")
+    assert "1 RX / 2 TX queues" in err, err
+    # The placement as the log gives it (queue->worker), then as the workers' own blocks count it.
+    for port, placed in (("lan", "0->0"), ("wan", "0->1"), ("wan2", "0->0 1->1")):
+        assert f"port {port}: RX queue->worker {placed}\n" in err, err
+    c = parse_counters(out)
+    eq((c.get("tunnel.geneve4.encap"), c.get("tunnel.geneve4.decap")), (90, 50), "both ports forwarded")
+    per_worker = [int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)]
+    eq(per_worker, [90, 50], "the lan port on worker 0, the wan port on worker 1")
+    assert "mbufs in use after shutdown: 0" in out, out
+
+
 RING_MEMIF_CONFIG = """
 [eal]
 args = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}", "--file-prefix", "dscpgw-{tag}"]

@@ -5,12 +5,14 @@
 // where configured: a policer's meter, a shaped port's scheduler.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "dataplane/flow_table.h"
 #include "dataplane/stats.h"
+#include "dataplane/worker.h"
 
 namespace dscpgw {
 namespace {
@@ -59,6 +61,45 @@ TEST(WorkerLayout, ConversationSlotsOfTwoWorkersShareNoLine) {
     EXPECT_TRUE(disjoint(lines_of(pa, a.size()), lines_of(pb, b.size())));
     EXPECT_TRUE(disjoint(lines_of(pa, a.size()), lines_of(sb.get())));
     EXPECT_TRUE(disjoint(lines_of(pb, b.size()), lines_of(sa.get())));
+}
+
+// RX queues to workers: every queue of every port polled by exactly one worker, a worker at most
+// one queue a port; ports with a queue per worker keep queue w on worker w, and single-queue ports
+// go round the workers instead of all landing on worker 0.
+TEST(RxPlacement, EveryQueueOnceSharedOutRoundTheWorkers) {
+    constexpr uint16_t X = kNoRxQueue;
+    using P = std::vector<std::vector<uint16_t>>;
+    EXPECT_EQ(place_rx_queues({2, 2}, 2), (P{{0, 0}, {1, 1}}));
+    EXPECT_EQ(place_rx_queues({1, 1}, 2), (P{{0, X}, {X, 0}}));
+    EXPECT_EQ(place_rx_queues({1, 1, 2}, 2), (P{{0, X, 0}, {X, 0, 1}}));
+    EXPECT_EQ(place_rx_queues({1, 1}, 1), (P{{0, 0}}));
+    // Three workers: the two-queue port continues after the one-queue port, the full port does
+    // not move the turn, the last one-queue port wraps round.
+    EXPECT_EQ(place_rx_queues({1, 2, 3, 1}, 3), (P{{0, X, 0, 0}, {X, 0, 1, X}, {X, 1, 2, X}}));
+    for (unsigned workers = 1; workers <= 5; ++workers) {
+        const std::vector<uint16_t> rxq = {1, 3, 5, 2, 1, 1, 4};
+        const P at = place_rx_queues(rxq, workers);
+        ASSERT_EQ(at.size(), workers);
+        std::vector<unsigned> load(workers, 0);
+        for (size_t p = 0; p < rxq.size(); ++p) {
+            const unsigned n = std::min<unsigned>(rxq[p], workers);
+            std::vector<int> seen(n, 0);
+            for (unsigned w = 0; w < workers; ++w) {
+                ASSERT_EQ(at[w].size(), rxq.size());
+                if (at[w][p] == X) continue;
+                ASSERT_LT(at[w][p], n) << "port " << p << " worker " << w;
+                ++seen[at[w][p]];
+                ++load[w];
+                if (n == workers) {
+                    EXPECT_EQ(at[w][p], w) << "a full port keeps queue w on worker w";
+                }
+            }
+            for (unsigned q = 0; q < n; ++q)
+                EXPECT_EQ(seen[q], 1) << "port " << p << " queue " << q;
+        }
+        const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
+        EXPECT_LE(*hi - *lo, 1u) << workers << " workers: queues shared out evenly";
+    }
 }
 
 }  // namespace
