@@ -22,14 +22,17 @@ Pages: 2 MB hugepages when the machine has 1 GB of them free (--pages auto), els
 (--no-huge); the header says which.
 
 With --scaling it measures two workers against one on mark+encap Geneve/IPv4 (1082-byte frames
-by default, 16 flows per RX queue): one worker on one RX queue, then two workers on a source with
-two RX queues (net_pcap with two rx_pcap), the second worker's lcore on the main lcore's CPU
-(`--lcores 0@0,1@1,2@0`: on a 2-CPU machine the control thread shares a core with a worker),
-interleaved per repeat; it prints each worker's Mpps/core and the aggregate wall-clock rate. In the
-same repeats it runs the floor the same way (testpmd io with one, then two forwarding lcores, one
-RX and TX queue each, the same lcore map and vdevs) and prints its own two-against-one ratio and
-dscpgw's ratio over it: what two queues of these vdevs give DPDK itself on this machine is the
-ceiling a gateway's scaling is read against.
+by default, 16 flows per source), three cases interleaved per repeat: one worker on one RX
+queue; two workers on a source with two RX queues (net_pcap with two rx_pcap); two workers on two
+sources of one RX queue each (two net_pcap ports, which the gateway gives a worker each). The
+second worker's lcore is on the main lcore's CPU (`--lcores 0@0,1@1,2@0`: on a 2-CPU machine the
+control thread shares a core with a worker). It prints each worker's Mpps/core and the aggregate
+wall-clock rate. In the same repeats it runs the floor the same way (testpmd io on one lcore; on
+two with one queue each of one port; on two with a port pair each, the same lcore map and vdevs)
+and prints its per-lcore rates, its own two-against-one ratio and dscpgw's ratio over it: what
+these vdevs give DPDK itself on this machine is the ceiling a gateway's scaling is read against.
+(Two queues of one net_pcap port share a cache line of the PMD's queue array, which costs both
+sides; docs/performance.md, "Multi-core scaling".)
 
 With --qos it measures instead what Border QoS costs on mark+encap Geneve/IPv4 (single frame):
 no QoS, a policer every packet passes green, the wan port shaped with the three queues of
@@ -182,7 +185,7 @@ class Window:
     sampled before the stop counts what forwards after the sample: testpmd, stopped by a signal,
     forwards up to a second more, because its main loop looks at the flag once a second.)"""
 
-    def __init__(self, p, prefix, seconds, settle=1.5):
+    def __init__(self, p, prefix, seconds, settle=1.5, per_port=False):
         sock = dpdk_telemetry.socket_path(prefix)
         deadline = time.monotonic() + settle
         while not os.path.exists(sock) and time.monotonic() < deadline + 10 and p.poll() is None:
@@ -194,6 +197,8 @@ class Window:
         c1, each1 = self._sample(p, sock)
         self.wall = time.monotonic() - t0
         tx = [sum(c1[k]["q_opackets"][q] - c0[k]["q_opackets"][q] for k in c1) for q in range(16)]
+        if per_port:  # Forwarding lcore k (in order) sends on the k-th port that sent anything.
+            tx = [d for d in (c1[k]["opackets"] - c0[k]["opackets"] for k in sorted(c1)) if d > 0]
         self.tx = sum(c1[k]["opackets"] - c0[k]["opackets"] for k in c1)
         self.rx = sum(c1[k]["ipackets"] - c0[k]["ipackets"] for k in c1)
         self.cpu = sum(each1[k] - each0[k] for k in each1 if isinstance(k, int))
@@ -216,10 +221,10 @@ class Window:
         return counters, each
 
 
-def measure_and_stop(p, prefix, seconds):
+def measure_and_stop(p, prefix, seconds, per_port=False):
     """A Window of `seconds` over the running process `p`, then SIGINT and its output."""
     try:
-        w = Window(p, prefix, seconds)
+        w = Window(p, prefix, seconds, per_port=per_port)
     except RuntimeError as e:
         p.kill()
         out, _ = p.communicate(timeout=60)
@@ -267,27 +272,30 @@ def run_dscpgw(binary, cfg_text, tmp, seconds):
     return r
 
 
-def run_testpmd(eal, src, seconds, tries=3, cores=1):
+def run_testpmd(eal, src, seconds, tries=3, cores=1, more=()):
     for attempt in range(tries):
         try:
-            return run_testpmd_once(eal, src, seconds, cores)
+            return run_testpmd_once(eal, src, seconds, cores, more)
         except RuntimeError:
             if attempt == tries - 1:
                 raise
     return None
 
 
-def run_testpmd_once(eal, src, seconds, cores=1):
+def run_testpmd_once(eal, src, seconds, cores=1, more=()):
     """testpmd io forwarding from `src` into net_null on `cores` forwarding lcores, each with its
-    own RX and TX queue (testpmd gives lcore k the streams of queue k)."""
-    queues = [f"--rxq={cores}", f"--txq={cores}"] if cores > 1 else []
+    own RX and TX queue (testpmd gives lcore k the streams of queue k); or, with `more` vdevs
+    (a sink and a second source), one lcore per source port, each with one queue (testpmd pairs
+    ports 0-1 and 2-3 and gives each lcore a pair)."""
+    queues = [f"--rxq={cores}", f"--txq={cores}"] if cores > 1 and not more else []
     eal, prefix = eal_prefix(eal)
-    cmd = ["dpdk-testpmd"] + eal + ["--vdev", src, "--vdev", "net_null9,no-rx=1", "--",
+    vdevs = [src, *more, "net_null9,no-rx=1"]
+    cmd = ["dpdk-testpmd"] + eal + [x for v in vdevs for x in ("--vdev", v)] + ["--",
                                      "--forward-mode=io", f"--nb-cores={cores}", "--stats-period=1",
                                      "--mbuf-size=9472", "--max-pkt-len=9400",
                                      f"--total-num-mbufs={8192 * cores}", "--record-core-cycles"] + queues
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
-    w, out = measure_and_stop(p, prefix, seconds)
+    w, out = measure_and_stop(p, prefix, seconds, per_port=bool(more))
     # Busy TSC cycles per packet of the forwarding loop (cycles of polls that received something),
     # measured the way dscpgw's worker measures its own.
     c = re.search(r"CPU cycles/packet=([\d.]+)", out)
@@ -355,11 +363,42 @@ def qos_cost(a, sizes, tmp, eal):
         sys.stdout.flush()
 
 
+# The two-worker arrangements of --scaling: name, then the source's devices for dscpgw (a
+# [[ports]] block added for a second inner port, or none) and for testpmd.
+SCALING_ARRANGEMENTS = ("one port, 2 RX queues", "2 ports, 1 RX queue each")
+LAN2 = """[[ports]]
+name = "lan2"
+role = "inner"
+device = "{dev}"
+mtu = 9000
+"""
+
+
+def scaling_run(a, eal, paths, w, arrangement, tmp):
+    """One floor run and one dscpgw run with `w` workers: one worker on one queue, or two in
+    `arrangement` (SCALING_ARRANGEMENTS)."""
+    if w == 1 or arrangement == SCALING_ARRANGEMENTS[0]:
+        src = "net_pcap0," + ",".join(f"rx_pcap={x}" for x in paths[:w]) + ",infinite_rx=1"
+        floor = run_testpmd(eal, src, a.seconds, cores=w)
+        cfg = gw_config(eal, src, "net_null0,no-rx=1", "geneve", REMOTE[4])
+    else:
+        # Each source a port of its own: testpmd pairs port 0 with 1 and 2 with 3, an lcore each
+        # pair; dscpgw gives each single-queue port a worker of its own (place_rx_queues()).
+        srcs = [f"net_pcap{i},rx_pcap={x},infinite_rx=1" for i, x in enumerate(paths)]
+        floor = run_testpmd(eal, srcs[0], a.seconds, cores=2, more=["net_null8,no-rx=1", srcs[1]])
+        # dscpgw wants a TX queue per worker on every port; these send nothing.
+        srcs = [x + ",tx_pcap=/dev/null,tx_pcap=/dev/null" for x in srcs]
+        cfg = gw_config(eal, srcs[0], "net_null0,no-rx=1", "geneve", REMOTE[4], wan_keys=LAN2.format(dev=srcs[1]),
+                        tunnel_keys='inner_port = "lan"')
+    return floor, run_dscpgw(a.dscpgw, cfg.replace("workers = 1", f"workers = {w}"), tmp, a.seconds)
+
+
 def scaling(a, sizes, tmp, page_args):
-    """Two workers on two RX queues against one on one, and the floor the same way; interleaved per
-    repeat (floor and dscpgw at one, then at two)."""
-    print(f"{'workers':<9}{'frame':>6}{'aggregate Mpps':>24}{'per worker Mpps/core':>24}{'vs one worker':>22}"
-          f"{'floor Mpps':>24}{'floor vs one core':>22}{'dscpgw/floor scaling':>24}")
+    """Two workers against one, and the floor the same way, in each of SCALING_ARRANGEMENTS;
+    interleaved per repeat (floor and dscpgw at one, then each arrangement at two)."""
+    print(f"{'workers':<28}{'frame':>6}{'aggregate Mpps':>24}{'per worker Mpps/core':>22}{'vs one worker':>20}"
+          f"{'floor Mpps':>24}{'floor per lcore':>18}{'floor vs one core':>20}{'dscpgw/floor scaling':>22}")
+    cases = [(1, "one port, 1 RX queue")] + [(2, x) for x in SCALING_ARRANGEMENTS]
     for size in sizes:
         paths = []
         for qi in range(2):
@@ -367,30 +406,33 @@ def scaling(a, sizes, tmp, page_args):
             wrpcap(path, [pktlib.roce(f"10.10.{qi}.5", f"10.20.{qi}.9", opcode=0x0A, tos=0x02, sport=49152 + 16 * qi + i,
                                       payload=size - 14 - 20 - 8 - 12 - 4) for i in range(16)])
             paths.append(path)
-        runs = {1: [], 2: []}
-        floors = {1: [], 2: []}
+        runs = {c: [] for c in cases}
+        floors = {c: [] for c in cases}
         for _ in range(a.repeat):
-            for w in (1, 2):
+            for c in cases:
+                w, arrangement = c
                 lcores = "0@0,1@1" if w == 1 else "0@0,1@1,2@0"
                 eal = page_args + ["-m", "1024", "--no-shconf", "--no-pci", "--lcores", lcores,
                                    "--log-level=lib.*:error"]
-                src = "net_pcap0," + ",".join(f"rx_pcap={x}" for x in paths[:w]) + ",infinite_rx=1"
-                floors[w].append(run_testpmd(eal, src, a.seconds, cores=w))
-                cfg = gw_config(eal, src, "net_null0,no-rx=1", "geneve", REMOTE[4]).replace(
-                    "workers = 1", f"workers = {w}")
-                runs[w].append(run_dscpgw(a.dscpgw, cfg, tmp, a.seconds))
-        one = statistics.median(r.wall_mpps for r in runs[1])
-        for w in (1, 2):
-            rs, fs = runs[w], floors[w]
+                f, r = scaling_run(a, eal, paths, w, arrangement, tmp)
+                floors[c].append(f)
+                runs[c].append(r)
+        one = statistics.median(r.wall_mpps for r in runs[cases[0]])
+        for c in cases:
+            w, arrangement = c
+            rs, fs = runs[c], floors[c]
             per = [statistics.median(r.per_worker[k] for r in rs) for k in range(w)]
-            ratios = [r.wall_mpps / o.wall_mpps for r, o in zip(rs, runs[1])]
-            fratios = [f.wall_mpps / o.wall_mpps for f, o in zip(fs, floors[1])]
+            fper = [statistics.median(f.per_worker[k] for f in fs) for k in range(w)]
+            ratios = [r.wall_mpps / o.wall_mpps for r, o in zip(rs, runs[cases[0]])]
+            fratios = [f.wall_mpps / o.wall_mpps for f, o in zip(fs, floors[cases[0]])]
             rel = [x / y for x, y in zip(ratios, fratios)]
-            print(f"{w:<9}{size:>6}{spread([r.wall_mpps for r in rs]):>24}{' / '.join(f'{x:.2f}' for x in per):>24}"
-                  f"{spread(ratios) if w == 2 else '1':>22}{spread([f.wall_mpps for f in fs]):>24}"
-                  f"{spread(fratios) if w == 2 else '1':>22}{spread(rel) if w == 2 else '1':>24}")
-        other = statistics.median(r.other_cpu for r in runs[2])
-        print(f"# one worker: {one:.2f} Mpps (median); Mpps are wall-clock, over the measured span;"
+            print(f"{f'{w} ({arrangement})':<28}{size:>6}{spread([r.wall_mpps for r in rs]):>24}"
+                  f"{' / '.join(f'{x:.2f}' for x in per):>22}{spread(ratios) if w == 2 else '1':>20}"
+                  f"{spread([f.wall_mpps for f in fs]):>24}{' / '.join(f'{x:.2f}' for x in fper):>18}"
+                  f"{spread(fratios) if w == 2 else '1':>20}{spread(rel) if w == 2 else '1':>22}")
+        other = statistics.median(r.other_cpu for c in cases[1:] for r in runs[c])
+        print(f"# one worker: {one:.2f} Mpps (median); Mpps are wall-clock, over the measured span; per worker"
+              f" and per lcore: packets a CPU-second of that thread (the second on the main lcore's CPU);"
               f" dscpgw's threads besides the workers (control loop, EAL) used {100 * other:.1f} % of a CPU"
               f" with two workers, over the span")
         sys.stdout.flush()

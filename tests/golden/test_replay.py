@@ -1737,6 +1737,32 @@ def bench_forward_measures_floor_and_gateway_over_one_span():
 
 
 @test
+def bench_forward_scaling_measures_both_two_worker_arrangements():
+    """bench-forward.py --scaling, short: one worker, then two on one port's two RX queues and two
+    on two single-queue ports, each beside testpmd arranged the same way; in every two-worker row
+    both workers and both floor lcores forwarded, and the ratios are the rates' quotients."""
+    if shutil.which("dpdk-testpmd") is None:
+        raise Skip("dpdk-testpmd not installed")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench-forward.py"), "--dscpgw", DSCPGW,
+                        "--pages", "4k", "--scaling", "--sizes", "74", "--seconds", "1", "--repeat", "1"],
+                       capture_output=True, text=True, timeout=300)
+    eq(p.returncode, 0, f"bench-forward.py --scaling exit status:\n{p.stdout}\n{p.stderr[-3000:]}")
+    num = r"([\d.]+)"
+    rows = re.findall(rf"^(\d) \(([^)]+)\) +74 +{num} \[[^]]*\] +([\d. /]+?) +(1|{num} \[[^]]*\]) +{num} \[[^]]*\] "
+                      rf"+([\d. /]+?) +(?:1|{num} \[[^]]*\]) +", p.stdout, re.M)
+    eq([r[:2] for r in rows], [("1", "one port, 1 RX queue"), ("2", "one port, 2 RX queues"),
+                               ("2", "2 ports, 1 RX queue each")], f"the three cases' rows:\n{p.stdout}")
+    one, one_floor = float(rows[0][2]), float(rows[0][6])
+    for r in rows[1:]:
+        per = [float(x) for x in r[3].split(" / ")]
+        floor_per = [float(x) for x in r[7].split(" / ")]
+        eq((len(per), len(floor_per)), (2, 2), f"{r[1]}: two workers, two floor lcores:\n{p.stdout}")
+        assert min(per + floor_per) > 0, f"{r[1]}: a worker or lcore forwarded nothing:\n{p.stdout}"
+        assert abs(float(r[5]) - float(r[2]) / one) <= 0.01, f"{r[1]}: vs one worker is not the rates' quotient"
+        assert abs(float(r[8]) - float(r[6]) / one_floor) <= 0.01, f"{r[1]}: the floor's ratio"
+
+
+@test
 def run_reports_missing_device():
     cfg = os.path.join(TMP, "run-bad.toml")
     with open(GW) as f:
