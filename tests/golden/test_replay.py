@@ -1440,37 +1440,53 @@ def run_shapes_a_port_on_pcap_vdevs():
     print(f"    shaped on the workers' path: {rate / 1e6:.2f} Mbit/s over {t[-1] - t[0]:.3f} s")
 
 
-@test
-def run_two_workers_share_nothing():
-    import signal
-    import time
-    files = {k: os.path.join(TMP, f"w2-{k}.pcap") for k in ("lan-in0", "lan-in1", "lan-out0", "lan-out1",
-                                                             "wan-in0", "wan-in1", "wan-out0", "wan-out1")}
-    # Unequal queues (100 + 60 frames for worker 0, 70 + 40 for worker 1): each worker's own
-    # counter block must hold exactly what its queues carried (shared or mixed counters would not).
-    for q, (n_lan, n_wan) in enumerate(((100, 60), (70, 40))):
+def pcap_gw(tag, counts):
+    """GW with its lan and wan ports on net_pcap, an RX queue for each (lan frames, wan frames) of
+    `counts` (RoCE in on lan, Geneve-encapsulated RoCE in on wan, the queue's index in the lan
+    frames' UDP source port) and two TX queues (one per worker), wan2 a net_null without RX.
+    Returns the config text and the files ("lan-in0", "wan-out1", ...)."""
+    files = {f"{side}-{d}{q}": os.path.join(TMP, f"{tag}-{side}-{d}{q}.pcap")
+             for side in ("lan", "wan") for d in ("in", "out") for q in range(max(2, len(counts)))}
+    for q, (n_lan, n_wan) in enumerate(counts):
         wrpcap(files[f"lan-in{q}"], [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i, sport=49152 + q) for i in range(n_lan)])
         wrpcap(files[f"wan-in{q}"], [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2, psn=i)) for i in range(n_wan)])
+
     def dev(n, side):
-        return (f"net_pcap{n},rx_pcap={files[side + '-in0']},rx_pcap={files[side + '-in1']},"
-                f"tx_pcap={files[side + '-out0']},tx_pcap={files[side + '-out1']}")
+        rx = ",".join(f"rx_pcap={files[f'{side}-in{q}']}" for q in range(len(counts)))
+        return f"net_pcap{n},{rx},tx_pcap={files[side + '-out0']},tx_pcap={files[side + '-out1']}"
     with open(GW) as f:
         text = f.read()
     text = text.replace('device = "net_null0"', f'device = "{dev(0, "lan")}"')
     text = text.replace('device = "net_null1"', f'device = "{dev(1, "wan")}"')
     text = text.replace('device = "net_null2"', 'device = "net_null2,no-rx=1"')
+    return text, files
+
+
+def spawn_two_workers(tag, text):
+    """`dscpgw run` of config `text` with two workers, its three lcores on CPU 0 (however many CPUs
+    there are), its control socket TMP/tag.sock, once running. Returns the process and the config
+    file."""
+    cfg = os.path.join(TMP, f"{tag}.toml")
+    with open(cfg, "w") as f:
+        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
+                '[gateway]\nworkers = 2\n' + text + f'\n[control]\nsocket = "{TMP}/{tag}.sock"\n')
+    p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_running(p, f"{TMP}/{tag}.sock", tag)
+    return p, cfg
+
+@test
+def run_two_workers_share_nothing():
+    import signal
+    import time
+    # Unequal queues (100 + 60 frames for worker 0, 70 + 40 for worker 1): each worker's own
+    # counter block must hold exactly what its queues carried (shared or mixed counters would not).
+    text, files = pcap_gw("w2", ((100, 60), (70, 40)))
     # RoCE data through one policer both workers share (under ThreadSanitizer too: its lock).
     data = 'name = "roce-data"\nmatch = { udp_dst_port = 4791 }\ndscp = 26\n'
     assert data in text
     text = text.replace(data, data + 'policer = "shared"\n') + \
         '\n[[policers]]\nname = "shared"\ncir = "100Gbps"\npir = "100Gbps"\n'
-    cfg = os.path.join(TMP, "w2.toml")
-    # Three lcores on however many CPUs there are: the main one and two workers.
-    with open(cfg, "w") as f:
-        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
-                '[gateway]\nworkers = 2\n' + text + f'\n[control]\nsocket = "{TMP}/w2.sock"\n')
-    p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_running(p, f"{TMP}/w2.sock", "w2")
+    p, cfg = spawn_two_workers("w2", text)
     time.sleep(3)  # Both workers' queues through.
     # A reload waits for both workers to leave the old snapshot (RCU), here on one shared CPU.
     for _ in range(3):
@@ -1515,24 +1531,8 @@ def run_spreads_single_queue_ports_over_the_workers():
     often are) and two workers: each port polled by its own worker, not both by worker 0."""
     import signal
     import time
-    files = {k: os.path.join(TMP, f"w1q-{k}.pcap") for k in ("lan-in", "lan-out0", "lan-out1",
-                                                             "wan-in", "wan-out0", "wan-out1")}
-    wrpcap(files["lan-in"], [roce("10.10.0.5", "10.20.0.9", tos=2, psn=i) for i in range(90)])
-    wrpcap(files["wan-in"], [gen4(roce("10.20.0.9", "10.10.0.5", tos=26 << 2, psn=i)) for i in range(50)])
-    def dev(n, side):
-        return (f"net_pcap{n},rx_pcap={files[side + '-in']},"
-                f"tx_pcap={files[side + '-out0']},tx_pcap={files[side + '-out1']}")
-    with open(GW) as f:
-        text = f.read()
-    text = text.replace('device = "net_null0"', f'device = "{dev(0, "lan")}"')
-    text = text.replace('device = "net_null1"', f'device = "{dev(1, "wan")}"')
-    text = text.replace('device = "net_null2"', 'device = "net_null2,no-rx=1"')
-    cfg = os.path.join(TMP, "w1q.toml")
-    with open(cfg, "w") as f:
-        f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
-                '[gateway]\nworkers = 2\n' + text + f'\n[control]\nsocket = "{TMP}/w1q.sock"\n')
-    p = spawn([DSCPGW, "run", "--config", cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_running(p, f"{TMP}/w1q.sock", "w1q")
+    text, _ = pcap_gw("w1q", ((90, 50),))
+    p, _ = spawn_two_workers("w1q", text)
     time.sleep(2)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=30)
