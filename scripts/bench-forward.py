@@ -363,8 +363,8 @@ def qos_cost(a, sizes, tmp, eal):
         sys.stdout.flush()
 
 
-# The two-worker arrangements of --scaling: name, then the source's devices for dscpgw (a
-# [[ports]] block added for a second inner port, or none) and for testpmd.
+# The two-worker arrangements of --scaling (scaling_run() sets each up), and the second inner
+# port the two-port one adds to bench-forward's config.
 SCALING_ARRANGEMENTS = ("one port, 2 RX queues", "2 ports, 1 RX queue each")
 LAN2 = """[[ports]]
 name = "lan2"
