@@ -184,7 +184,8 @@ struct Ports {
     unsigned mbufs_at_start = 0;
     uint32_t max_frame = 0;  // Largest frame an mbuf holds.
     std::vector<std::array<uint8_t, 6>> macs;
-    std::vector<std::string> names;  // Config port index -> the port's name.
+    // Worker -> config port index -> the RX queue it polls there (place_rx_queues()).
+    std::vector<std::vector<uint16_t>> rx_queue;
 
     ~Ports() {
         for (auto& [sock, mp] : pools) rte_mempool_free(mp);
@@ -316,12 +317,26 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
         std::array<uint8_t, 6> m{};
         std::copy(std::begin(a.addr_bytes), std::end(a.addr_bytes), m.begin());
         ports.macs.push_back(m);
-        ports.names.push_back(pc.name);
         log_msg(Log::port, RTE_LOG_INFO,
                 "port %s: %s, %u RX / %u TX queues of %u / %u descriptors, mtu %u%s",
                 pc.name.c_str(), pc.device.c_str(), ports.plans[i].rxq, ports.plans[i].txq,
                 ports.plans[i].rxd, ports.plans[i].txd, pc.mtu,
                 pc.tx_udp_cksum_offload ? ", UDP checksum offload" : "");
+    }
+    std::vector<uint16_t> rxq;
+    for (const PortPlan& plan : ports.plans) rxq.push_back(plan.rxq);
+    ports.rx_queue = place_rx_queues(rxq, workers);
+    for (size_t i = 0; i < nports; ++i) {
+        std::string on;
+        for (unsigned w = 0; w < workers; ++w)
+            if (ports.rx_queue[w][i] != kNoRxQueue) {
+                on += ' ';  // Piecewise: GCC 12's -Wrestrict misreads " " + std::string.
+                on += std::to_string(ports.rx_queue[w][i]);
+                on += "->";
+                on += std::to_string(w);
+            }
+        log_msg(Log::port, RTE_LOG_INFO, "port %s: RX queue->worker%s", cfg.ports[i].name.c_str(),
+                on.c_str());
     }
     return true;
 }
@@ -334,21 +349,6 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
     std::vector<WorkerContext> ctxs(workers);
     // The locks of the schedulers' own TX queues, shared by the workers.
     const auto tx_locks = std::make_unique<std::atomic_flag[]>(kMaxPorts);
-    std::vector<uint16_t> rxq;
-    for (const PortPlan& plan : ports.plans) rxq.push_back(plan.rxq);
-    const auto placed = place_rx_queues(rxq, workers);
-    for (size_t p = 0; p < rxq.size(); ++p) {
-        std::string on;
-        for (unsigned w = 0; w < workers; ++w)
-            if (placed[w][p] != kNoRxQueue) {
-                on += ' ';  // Piecewise: GCC 12's -Wrestrict misreads " " + std::string.
-                on += std::to_string(placed[w][p]);
-                on += "->";
-                on += std::to_string(w);
-            }
-        log_msg(Log::port, RTE_LOG_INFO, "port %s: RX queue->worker%s", ports.names[p].c_str(),
-                on.c_str());
-    }
     for (unsigned w = 0; w < workers; ++w) {
         WorkerContext& c = ctxs[w];
         c.snap = cp.published();
@@ -360,7 +360,7 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
         c.stats = cp.stats(w);
         c.stop = &g_stop;
         c.inject = w == 0 ? inject : nullptr;
-        c.rx_queue = placed[w];
+        c.rx_queue = ports.rx_queue[w];
         for (const PortPlan& plan : ports.plans)
             c.sched_queue.push_back(static_cast<uint16_t>(plan.txq > workers ? workers : w));
         c.sched_tx_lock = tx_locks.get();
