@@ -185,7 +185,7 @@ class Window:
     sampled before the stop counts what forwards after the sample: testpmd, stopped by a signal,
     forwards up to a second more, because its main loop looks at the flag once a second.)"""
 
-    def __init__(self, p, prefix, seconds, settle=1.5, per_port=False):
+    def __init__(self, p, prefix, seconds, settle=1.5, tx_ports=()):
         sock = dpdk_telemetry.socket_path(prefix)
         deadline = time.monotonic() + settle
         while not os.path.exists(sock) and time.monotonic() < deadline + 10 and p.poll() is None:
@@ -197,8 +197,8 @@ class Window:
         c1, each1 = self._sample(p, sock)
         self.wall = time.monotonic() - t0
         tx = [sum(c1[k]["q_opackets"][q] - c0[k]["q_opackets"][q] for k in c1) for q in range(16)]
-        if per_port:  # Forwarding lcore k (in order) sends on the k-th port that sent anything.
-            tx = [d for d in (c1[k]["opackets"] - c0[k]["opackets"] for k in sorted(c1)) if d > 0]
+        if tx_ports:  # Forwarding lcore k (in order) sends on port tx_ports[k], every queue of it.
+            tx = [c1[k]["opackets"] - c0[k]["opackets"] for k in tx_ports]
         self.tx = sum(c1[k]["opackets"] - c0[k]["opackets"] for k in c1)
         self.rx = sum(c1[k]["ipackets"] - c0[k]["ipackets"] for k in c1)
         self.cpu = sum(each1[k] - each0[k] for k in each1 if isinstance(k, int))
@@ -221,10 +221,10 @@ class Window:
         return counters, each
 
 
-def measure_and_stop(p, prefix, seconds, per_port=False):
+def measure_and_stop(p, prefix, seconds, tx_ports=()):
     """A Window of `seconds` over the running process `p`, then SIGINT and its output."""
     try:
-        w = Window(p, prefix, seconds, per_port=per_port)
+        w = Window(p, prefix, seconds, tx_ports=tx_ports)
     except RuntimeError as e:
         p.kill()
         out, _ = p.communicate(timeout=60)
@@ -295,7 +295,8 @@ def run_testpmd_once(eal, src, seconds, cores=1, more=()):
                                      "--mbuf-size=9472", "--max-pkt-len=9400",
                                      f"--total-num-mbufs={8192 * cores}", "--record-core-cycles"] + queues
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
-    w, out = measure_and_stop(p, prefix, seconds, per_port=bool(more))
+    # With `more`: ports 0-1 and 2-3 paired, lcore k sends on port 2k + 1 (a net_null).
+    w, out = measure_and_stop(p, prefix, seconds, tx_ports=(1, 3) if more else ())
     # Busy TSC cycles per packet of the forwarding loop (cycles of polls that received something),
     # measured the way dscpgw's worker measures its own.
     c = re.search(r"CPU cycles/packet=([\d.]+)", out)
