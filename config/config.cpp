@@ -568,6 +568,32 @@ void load_port_vlan(Checker& c, const toml::table& t, const std::string& path, P
     }
 }
 
+// `rx_workers = [0, 1, 1]`: RX queue q on worker rx_workers[q]; each entry a worker index, below
+// `workers` when the config gives it (else checked by `run` against the lcores).
+void load_rx_workers(Checker& c, const toml::table& t, const std::string& path, unsigned workers,
+                     PortConf& p) {
+    const toml::node* n = t.get("rx_workers");
+    if (n == nullptr) return;
+    const std::string key = path + ".rx_workers";
+    constexpr size_t kMaxQueues = 128;
+    if (!n->is_array() || n->as_array()->empty() || n->as_array()->size() > kMaxQueues) {
+        c.error(n->source(), key,
+                "expected an array of 1.." + std::to_string(kMaxQueues) +
+                    " worker indexes, one per RX queue (e.g. [0, 1]: queue 0 on worker 0, "
+                    "queue 1 on worker 1)");
+        return;
+    }
+    const int64_t last = workers != 0 ? workers - 1 : 127;
+    size_t j = 0;
+    bool ok = true;
+    for (const toml::node& x : *n->as_array()) {
+        auto v = c.integer_node(x, key + "[" + std::to_string(j++) + "]", 0, last);
+        ok = ok && v.has_value();
+        if (v) p.rx_workers.push_back(static_cast<uint16_t>(*v));
+    }
+    if (!ok) p.rx_workers.clear();
+}
+
 void load_ports(Checker& c, const toml::table& root, Config& cfg) {
     const toml::node* n = root.get("ports");
     if (n == nullptr) {
@@ -584,9 +610,10 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         const std::string path = "ports[" + std::to_string(i++) + "]";
         const toml::table* t = table_at(c, e, path);
         if (t == nullptr) continue;
-        c.only_keys(*t, path,
-                    {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac", "trust_dscp",
-                     "default_dscp", "rate", "burst", "vlan", "dscp_to_pcp", "pcp_to_dscp"});
+        c.only_keys(
+            *t, path,
+            {"name", "role", "device", "mtu", "ipv4", "ipv6", "mac", "trust_dscp", "default_dscp",
+             "rate", "burst", "vlan", "dscp_to_pcp", "pcp_to_dscp", "rx_workers"});
         PortConf p;
         p.name = checked_name(c, *t, path, names, sanitised, "port");
         if (auto role = c.str(*t, path, "role", true)) {
@@ -614,6 +641,7 @@ void load_ports(Checker& c, const toml::table& root, Config& cfg) {
         }
         p.burst = shaper_burst(c, *t, path, p.rate, p.mtu);
         load_port_vlan(c, *t, path, p);
+        load_rx_workers(c, *t, path, cfg.workers, p);
         if (p.role == PortRole::outer)
             for (const char* key :
                  {"trust_dscp", "default_dscp", "vlan", "dscp_to_pcp", "pcp_to_dscp"})
@@ -1652,6 +1680,7 @@ std::vector<std::string> restart_reasons(const Config& a, const Config& b) {
         if (p.device != q.device) why.push_back(at + "device changed");
         if (p.role != q.role) why.push_back(at + "role changed");
         if (p.has_mac != q.has_mac || p.mac != q.mac) why.push_back(at + "mac changed");
+        if (p.rx_workers != q.rx_workers) why.push_back(at + "rx_workers changed");
         // A transparent inner port is promiscuous, an addressed one is not: set at start.
         if ((p.has_ipv4 || p.has_ipv6) != (q.has_ipv4 || q.has_ipv6))
             why.push_back(at + "gained or lost its addresses (receive mode is set at start)");

@@ -177,6 +177,9 @@ struct PortConf {
     std::array<uint8_t, 64> dscp_to_pcp{};
     std::array<uint8_t, 8> pcp_to_dscp{};
     bool tx_udp_cksum_offload = false;  // Set by `run` from the device's capabilities.
+    // `rx_workers`: RX queue q polled by worker rx_workers[q], as many queues as entries; empty:
+    // one queue per worker where the device has them, placed by `run` (place_rx_queues()).
+    std::vector<uint16_t> rx_workers;
     // Outer ports: the UDP ports tunnels listen on here, and the encapsulation each one carries.
     struct TunnelUdpPort {
         uint16_t udp_port;

@@ -6,6 +6,7 @@
 #include <rte_ring.h>
 
 #include <algorithm>
+#include <map>
 
 #include "dataplane/burst.h"
 #include "dataplane/sched.h"
@@ -143,16 +144,34 @@ __attribute__((noinline, cold)) BurstState process_traced(const WorkerContext& c
 
 }  // namespace
 
-std::vector<std::vector<uint16_t>> place_rx_queues(const std::vector<uint16_t>& rx_queues,
-                                                   unsigned workers) {
-    std::vector<std::vector<uint16_t>> at(workers,
-                                          std::vector<uint16_t>(rx_queues.size(), kNoRxQueue));
-    unsigned next = 0;  // The worker the next short port's first queue goes to.
-    for (size_t p = 0; p < rx_queues.size(); ++p) {
-        const unsigned n = std::min<unsigned>(rx_queues[p], workers);
-        const unsigned first = n == workers ? 0 : next;
-        for (unsigned q = 0; q < n; ++q) at[(first + q) % workers][p] = static_cast<uint16_t>(q);
-        if (n != workers) next = (next + n) % workers;
+std::vector<std::vector<RxPoll>> place_rx_queues(const RxPlacementInput& in) {
+    const auto workers = static_cast<unsigned>(in.worker_socket.size());
+    std::vector<std::vector<RxPoll>> at(workers);
+    std::map<int, unsigned> next;  // Socket (-1: all workers) -> the turn of its next queue.
+    for (size_t p = 0; p < in.queues.size(); ++p) {
+        const unsigned n = in.queues[p];
+        const auto port = static_cast<uint16_t>(p);
+        if (p < in.pinned.size() && !in.pinned[p].empty()) {
+            for (unsigned q = 0; q < n && q < in.pinned[p].size(); ++q)
+                if (in.pinned[p][q] < workers)
+                    at[in.pinned[p][q]].push_back({port, static_cast<uint16_t>(q), 0});
+            continue;
+        }
+        if (n == workers) {
+            for (unsigned q = 0; q < n; ++q) at[q].push_back({port, static_cast<uint16_t>(q), 0});
+            continue;
+        }
+        const int sock = p < in.port_socket.size() ? in.port_socket[p] : -1;
+        std::vector<unsigned> local;
+        for (unsigned w = 0; w < workers && sock >= 0; ++w)
+            if (in.worker_socket[w] == sock) local.push_back(w);
+        const int key = local.empty() ? -1 : sock;
+        if (local.empty())
+            for (unsigned w = 0; w < workers; ++w) local.push_back(w);
+        unsigned& turn = next[key];
+        for (unsigned q = 0; q < n; ++q)
+            at[local[(turn + q) % local.size()]].push_back({port, static_cast<uint16_t>(q), 0});
+        turn = static_cast<unsigned>((turn + n) % local.size());
     }
     return at;
 }
@@ -182,10 +201,10 @@ int worker_main(void* arg) {
         const Snapshot& s = *c.snap->load(std::memory_order_acquire);
         const size_t nports = s.ports.size();  // Fixed for the process: a reload keeps the ports.
         uint32_t got = 0;
-        for (size_t p = 0; p < nports; ++p) {
-            if (c.rx_queue[p] == kNoRxQueue) continue;
+        for (const RxPoll& r : c.rx) {
+            const uint16_t p = r.port;
             rte_mbuf* pkts[kBurst];
-            const uint16_t n = rte_eth_rx_burst(c.eth_port[p], c.rx_queue[p], pkts, kBurst);
+            const uint16_t n = rte_eth_rx_burst(r.eth_port, r.queue, pkts, kBurst);
             if (n == 0) continue;
             got += n;
             // `ctl trace`: one load per burst of a line only arming writes. The traced burst is
@@ -194,11 +213,10 @@ int worker_main(void* arg) {
             if (unlikely(c.trace != nullptr &&
                          c.trace->armed.load(std::memory_order_acquire) != 0 &&
                          (c.trace->port < 0 || c.trace->port == static_cast<int32_t>(p)))) {
-                bs = process_traced(c, s, static_cast<uint16_t>(p), pkts, n, st, bs, txq, stage, t0,
-                                    traced);
+                bs = process_traced(c, s, p, pkts, n, st, bs, txq, stage, t0, traced);
             } else {
                 process_burst(
-                    s, static_cast<uint16_t>(p), pkts, n, st, bs,
+                    s, p, pkts, n, st, bs,
                     [&](uint16_t out, rte_mbuf* m, bool queue) {
                         to_port(c, s, out, m, queue, txq, stage, t0, traced);
                     },

@@ -74,8 +74,24 @@ bool plan_port(uint16_t pid, const PortConf& pc, unsigned workers, PortPlan& pla
               std::to_string(max_mtu);
         return false;
     }
-    plan.rxq = static_cast<uint16_t>(
-        std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
+    if (!pc.rx_workers.empty()) {
+        // The operator's placement: a queue per entry, each on the worker it names.
+        if (pc.rx_workers.size() > std::max<uint16_t>(info.max_rx_queues, 1)) {
+            err = "rx_workers names " + std::to_string(pc.rx_workers.size()) +
+                  " RX queues but the device offers " + std::to_string(info.max_rx_queues);
+            return false;
+        }
+        for (const uint16_t w : pc.rx_workers)
+            if (w >= workers) {
+                err = "rx_workers names worker " + std::to_string(w) + " but there are " +
+                      std::to_string(workers) + " (0.." + std::to_string(workers - 1) + ")";
+                return false;
+            }
+        plan.rxq = static_cast<uint16_t>(pc.rx_workers.size());
+    } else {
+        plan.rxq = static_cast<uint16_t>(
+            std::min<unsigned>(workers, std::max<uint16_t>(info.max_rx_queues, 1)));
+    }
     plan.txq = static_cast<uint16_t>(workers);
     plan.max_txq = info.max_tx_queues;
     return true;
@@ -184,8 +200,8 @@ struct Ports {
     unsigned mbufs_at_start = 0;
     uint32_t max_frame = 0;  // Largest frame an mbuf holds.
     std::vector<std::array<uint8_t, 6>> macs;
-    // Worker -> config port index -> the RX queue it polls there (place_rx_queues()).
-    std::vector<std::vector<uint16_t>> rx_queue;
+    // Worker -> the RX queues it polls (place_rx_queues()).
+    std::vector<std::vector<RxPoll>> rx;
 
     ~Ports() {
         for (auto& [sock, mp] : pools) rte_mempool_free(mp);
@@ -237,7 +253,9 @@ unsigned plan_workers(const Config& cfg, std::vector<unsigned>& lcores) {
 }
 
 // Step 3: find, plan and start every port, with mbuf pools sized for their queues.
-bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
+// `worker_lcores`: each worker's lcore.
+bool open_ports(Config& cfg, const std::vector<unsigned>& worker_lcores, Ports& ports) {
+    const auto workers = static_cast<unsigned>(worker_lcores.size());
     const size_t nports = cfg.ports.size();
     ports.eth_port.resize(nports);
     ports.plans.resize(nports);
@@ -323,20 +341,40 @@ bool open_ports(Config& cfg, unsigned workers, Ports& ports) {
                 ports.plans[i].rxd, ports.plans[i].txd, pc.mtu,
                 pc.tx_udp_cksum_offload ? ", UDP checksum offload" : "");
     }
-    std::vector<uint16_t> rxq;
-    for (const PortPlan& plan : ports.plans) rxq.push_back(plan.rxq);
-    ports.rx_queue = place_rx_queues(rxq, workers);
+    RxPlacementInput in;
+    for (size_t i = 0; i < nports; ++i) {
+        in.queues.push_back(ports.plans[i].rxq);
+        in.pinned.push_back(cfg.ports[i].rx_workers);
+        in.port_socket.push_back(rte_eth_dev_socket_id(ports.eth_port[i]));
+    }
+    for (const unsigned l : worker_lcores)
+        in.worker_socket.push_back(static_cast<int>(rte_lcore_to_socket_id(l)));
+    ports.rx = place_rx_queues(in);
+    for (auto& polls : ports.rx)
+        for (RxPoll& r : polls) r.eth_port = ports.eth_port[r.port];
     for (size_t i = 0; i < nports; ++i) {
         std::string on;
-        for (unsigned w = 0; w < workers; ++w)
-            if (ports.rx_queue[w][i] != kNoRxQueue) {
-                on += ' ';  // Piecewise: GCC 12's -Wrestrict misreads " " + std::string.
-                on += std::to_string(ports.rx_queue[w][i]);
-                on += "->";
-                on += std::to_string(w);
-            }
-        log_msg(Log::port, RTE_LOG_INFO, "port %s: RX queue->worker%s", cfg.ports[i].name.c_str(),
-                on.c_str());
+        int away = -1;  // A worker on another socket than the device's.
+        for (unsigned q = 0; q < ports.plans[i].rxq; ++q)
+            for (unsigned w = 0; w < workers; ++w)
+                for (const RxPoll& r : ports.rx[w])
+                    if (r.port == i && r.queue == q) {
+                        on += ' ';  // Piecewise: GCC 12's -Wrestrict misreads " " + std::string.
+                        on += std::to_string(q);
+                        on += "->";
+                        on += std::to_string(w);
+                        if (in.port_socket[i] >= 0 && in.worker_socket[w] != in.port_socket[i])
+                            away = static_cast<int>(w);
+                    }
+        log_msg(Log::port, RTE_LOG_INFO, "port %s: RX queue->worker%s%s", cfg.ports[i].name.c_str(),
+                on.c_str(), cfg.ports[i].rx_workers.empty() ? "" : " (rx_workers)");
+        if (away >= 0)
+            log_msg(Log::port, RTE_LOG_WARNING,
+                    "port %s: the device is on NUMA socket %d but worker %d, on socket %d, polls "
+                    "it: its packets cross the interconnect (rx_workers can keep its queues on "
+                    "socket %d's workers)",
+                    cfg.ports[i].name.c_str(), in.port_socket[i], away,
+                    in.worker_socket[static_cast<size_t>(away)], in.port_socket[i]);
     }
     return true;
 }
@@ -360,7 +398,7 @@ double forward(ControlPlane& cp, const Ports& ports, const std::vector<unsigned>
         c.stats = cp.stats(w);
         c.stop = &g_stop;
         c.inject = w == 0 ? inject : nullptr;
-        c.rx_queue = ports.rx_queue[w];
+        c.rx = ports.rx[w];
         for (const PortPlan& plan : ports.plans)
             c.sched_queue.push_back(static_cast<uint16_t>(plan.txq > workers ? workers : w));
         c.sched_tx_lock = tx_locks.get();
@@ -419,8 +457,11 @@ int cmd_run(const std::string& config, const std::string& log_level) {
     std::vector<unsigned> lcores;
     const unsigned workers = plan_workers(cfg, lcores);
     if (workers == 0) return 2;
+    std::vector<unsigned> worker_lcores;
+    for (unsigned w = 0; w < workers; ++w)
+        worker_lcores.push_back(lcores.empty() ? rte_get_main_lcore() : lcores[w]);
     Ports ports;
-    if (!open_ports(cfg, workers, ports)) return 1;
+    if (!open_ports(cfg, worker_lcores, ports)) return 1;
 
     auto neighbors = std::make_unique<NeighborTable>();
     ControlSetup setup;
@@ -453,8 +494,7 @@ int cmd_run(const std::string& config, const std::string& log_level) {
     setup.macs = ports.macs;
     setup.eth_port = ports.eth_port;
     setup.max_frame = ports.max_frame;
-    for (unsigned w = 0; w < workers; ++w)
-        setup.worker_lcores.push_back(lcores.empty() ? rte_get_main_lcore() : lcores[w]);
+    setup.worker_lcores = worker_lcores;
     for (auto& [sock, mp] : ports.pools) setup.pools.push_back(mp);
     setup.neighbors = neighbors.get();
     setup.nctl = NeighborControl{ports.pools.at(ports.socket[0]), inject};
@@ -469,7 +509,7 @@ int cmd_run(const std::string& config, const std::string& log_level) {
     std::string on;
     for (unsigned w = 0; w < workers; ++w) {
         on += ' ';  // Appended piecewise: GCC 12's -Wrestrict misreads " " + std::string.
-        on += std::to_string(lcores.empty() ? rte_get_main_lcore() : lcores[w]);
+        on += std::to_string(worker_lcores[w]);
     }
     log_msg(Log::gateway, RTE_LOG_INFO,
             "running: %zu ports, %zu tunnels, %zu classes, %u worker(s) on lcore(s)%s",

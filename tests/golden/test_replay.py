@@ -1548,6 +1548,43 @@ def run_spreads_single_queue_ports_over_the_workers():
     assert "mbufs in use after shutdown: 0" in out, out
 
 
+@test
+def run_pins_rx_queues_where_rx_workers_says():
+    """`rx_workers` places a port's RX queues on the workers it names, several on one worker if it
+    says so, instead of queue w on worker w; a wrong count or worker index stops `run` with the
+    reason."""
+    import signal
+    import time
+    text, _ = pcap_gw("pin", ((100, 60), (70, 40)))
+    text = re.sub(r'(device = "net_pcap0,[^"]*")', r'\1\nrx_workers = [1, 1]', text)
+    text = re.sub(r'(device = "net_pcap1,[^"]*")', r'\1\nrx_workers = [0, 0]', text)
+    p, _ = spawn_two_workers("pin", text)
+    time.sleep(2)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    eq(p.returncode, 0, f"exit code: {err}")
+    for port, placed in (("lan", "0->1 1->1 (rx_workers)"), ("wan", "0->0 1->0 (rx_workers)"),
+                         ("wan2", "0->0 1->1")):
+        assert f"port {port}: RX queue->worker {placed}\n" in err, err
+    c = parse_counters(out)
+    eq((c.get("tunnel.geneve4.encap"), c.get("tunnel.geneve4.decap")), (170, 100), "both ports forwarded")
+    per_worker = [int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)]
+    eq(per_worker, [100, 170], "the wan port's queues on worker 0, the lan port's on worker 1")
+    assert "mbufs in use after shutdown: 0" in out, out
+    # Three queues of a device that has two; a worker the lcores do not give (two workers from
+    # `--lcores`, no [gateway] workers for the config check to compare with).
+    for pinned, expect in (("[0, 1, 0]", "rx_workers names 3 RX queues but the device offers 2"),
+                           ("[0, 2]", "rx_workers names worker 2 but there are 2 (0..1)")):
+        bad = text.replace("rx_workers = [1, 1]", f"rx_workers = {pinned}")
+        cfg = os.path.join(TMP, "pin-bad.toml")
+        with open(cfg, "w") as f:
+            f.write('[eal]\nargs = ["--no-huge", "-m", "512", "--no-shconf", "--lcores", "0@0,1@0,2@0"]\n'
+                    + bad + f'\n[control]\nsocket = "{TMP}/pin-bad.sock"\n')
+        r = subprocess.run([DSCPGW, "run", "--config", cfg], capture_output=True, text=True, timeout=60)
+        eq(r.returncode, 1, f"rx_workers = {pinned}: {r.stderr}")
+        assert "port lan (net_pcap0," in r.stderr and expect in r.stderr, r.stderr
+
+
 RING_MEMIF_CONFIG = """
 [eal]
 args = ["--no-huge", "-m", "512", "--no-shconf", "-l", "{lcores}", "--file-prefix", "dscpgw-{tag}"]

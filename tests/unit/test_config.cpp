@@ -180,16 +180,57 @@ TEST(Config, RestartReasons) {
         {"[metrics]\nlisten = \"127.0.0.1:9\"\n" + base, "[metrics] listen changed"},
         {"[control]\nsocket = \"/tmp/x\"\n" + base, "[control] socket changed"},
     };
+    std::vector<std::string> why;
     for (const auto& c : cases) {
-        const auto why = restart_reasons(a, parse_config(c.text, "t.toml"));
+        why = restart_reasons(a, parse_config(c.text, "t.toml"));
         ASSERT_EQ(why.size(), 1u) << c.text;
         EXPECT_EQ(why[0], c.expect);
     }
+    std::string rxw = base;
+    rxw.replace(rxw.find("device = \"a\""), 12, "device = \"a\"\nrx_workers = [0]");
+    why = restart_reasons(a, parse_config(rxw, "t.toml"));
+    ASSERT_EQ(why.size(), 1u);
+    EXPECT_EQ(why[0], "ports[0] (lan): rx_workers changed");
     std::string dev = base;
     dev.replace(dev.find("device = \"a\""), 12, "device = \"z\"");
-    auto why = restart_reasons(a, parse_config(dev, "t.toml"));
+    why = restart_reasons(a, parse_config(dev, "t.toml"));
     ASSERT_EQ(why.size(), 1u);
     EXPECT_NE(why[0].find("device changed"), std::string::npos) << why[0];
+}
+
+// `rx_workers`: RX queue q on worker rx_workers[q]; indexes below `workers` when the config gives
+// it (else `run` checks them against the lcores).
+TEST(Config, RxWorkers) {
+    const auto with = [](const std::string& value, const std::string& head = "") {
+        std::string t = head + kPorts;
+        t.replace(t.find("device = \"a\""), 12, "device = \"a\"\nrx_workers = " + value);
+        return t;
+    };
+    EXPECT_TRUE(parse_config(kPorts, "t.toml").ports[0].rx_workers.empty());
+    EXPECT_EQ(parse_config(with("[1, 0, 1]"), "t.toml").ports[0].rx_workers,
+              (std::vector<uint16_t>{1, 0, 1}));
+    EXPECT_EQ(parse_config(with("[127]"), "t.toml").ports[0].rx_workers,
+              (std::vector<uint16_t>{127}));
+    EXPECT_EQ(
+        parse_config(with("[1, 1]", "[gateway]\nworkers = 2\n"), "t.toml").ports[0].rx_workers,
+        (std::vector<uint16_t>{1, 1}));
+    const struct {
+        std::string text, expect;
+    } bad[] = {
+        {with("[]"), "ports[0].rx_workers: expected an array of 1..128 worker indexes"},
+        {with("1"), "ports[0].rx_workers: expected an array of 1..128 worker indexes"},
+        {with("[0, \"1\"]"), "ports[0].rx_workers[1]: expected an integer 0..127"},
+        {with("[-1]"), "ports[0].rx_workers[0]: -1 is out of range 0..127"},
+        {with("[0, 2]", "[gateway]\nworkers = 2\n"),
+         "ports[0].rx_workers[1]: 2 is out of range 0..1"},
+    };
+    for (const auto& b : bad) {
+        const std::string err = error_of(b.text);
+        EXPECT_NE(err.find(b.expect), std::string::npos) << b.text << "\n" << err;
+    }
+    std::string many = "[0";
+    for (int i = 1; i < 129; ++i) many += ", 0";
+    EXPECT_NE(error_of(with(many + "]")).find("expected an array of 1..128"), std::string::npos);
 }
 
 TEST(Config, AllProblemsReportedAtOnce) {

@@ -63,43 +63,81 @@ TEST(WorkerLayout, ConversationSlotsOfTwoWorkersShareNoLine) {
     EXPECT_TRUE(disjoint(lines_of(pb, b.size()), lines_of(sa.get())));
 }
 
-// RX queues to workers: every queue of every port polled by exactly one worker, a worker at most
-// one queue a port; ports with a queue per worker keep queue w on worker w, and single-queue ports
-// go round the workers instead of all landing on worker 0.
+// The placement of `queues` (RX queues per port) on `workers` workers, as result[w] = the (port,
+// queue) pairs worker w polls.
+using Polls = std::vector<std::vector<std::pair<int, int>>>;
+Polls place(std::vector<uint16_t> queues, unsigned workers,
+            std::vector<std::vector<uint16_t>> pinned = {}, std::vector<int> port_socket = {},
+            std::vector<int> worker_socket = {}) {
+    RxPlacementInput in{std::move(queues), std::move(pinned), std::move(port_socket),
+                        std::move(worker_socket)};
+    if (in.worker_socket.empty()) in.worker_socket.assign(workers, 0);
+    Polls out;
+    for (const std::vector<RxPoll>& w : place_rx_queues(in)) {
+        out.emplace_back();
+        for (const RxPoll& r : w) {
+            EXPECT_EQ(r.eth_port, 0) << "left for the caller";
+            out.back().emplace_back(r.port, r.queue);
+        }
+    }
+    return out;
+}
+
+// RX queues to workers: every queue of every port polled by exactly one worker; ports with a
+// queue per worker keep queue w on worker w, and single-queue ports go round the workers instead
+// of all landing on worker 0.
 TEST(RxPlacement, EveryQueueOnceSharedOutRoundTheWorkers) {
-    constexpr uint16_t X = kNoRxQueue;
-    using P = std::vector<std::vector<uint16_t>>;
-    EXPECT_EQ(place_rx_queues({2, 2}, 2), (P{{0, 0}, {1, 1}}));
-    EXPECT_EQ(place_rx_queues({1, 1}, 2), (P{{0, X}, {X, 0}}));
-    EXPECT_EQ(place_rx_queues({1, 1, 2}, 2), (P{{0, X, 0}, {X, 0, 1}}));
-    EXPECT_EQ(place_rx_queues({1, 1}, 1), (P{{0, 0}}));
+    EXPECT_EQ(place({2, 2}, 2), (Polls{{{0, 0}, {1, 0}}, {{0, 1}, {1, 1}}}));
+    EXPECT_EQ(place({1, 1}, 2), (Polls{{{0, 0}}, {{1, 0}}}));
+    EXPECT_EQ(place({1, 1, 2}, 2), (Polls{{{0, 0}, {2, 0}}, {{1, 0}, {2, 1}}}));
+    EXPECT_EQ(place({1, 1}, 1), (Polls{{{0, 0}, {1, 0}}}));
     // Three workers: the two-queue port continues after the one-queue port, the full port does
     // not move the turn, the last one-queue port wraps round.
-    EXPECT_EQ(place_rx_queues({1, 2, 3, 1}, 3), (P{{0, X, 0, 0}, {X, 0, 1, X}, {X, 1, 2, X}}));
+    EXPECT_EQ(place({1, 2, 3, 1}, 3),
+              (Polls{{{0, 0}, {2, 0}, {3, 0}}, {{1, 0}, {2, 1}}, {{1, 1}, {2, 2}}}));
     for (unsigned workers = 1; workers <= 5; ++workers) {
-        const std::vector<uint16_t> rxq = {1, 3, 5, 2, 1, 1, 4};
-        const P at = place_rx_queues(rxq, workers);
+        std::vector<uint16_t> rxq = {1, 3, 5, 2, 1, 1, 4};
+        for (uint16_t& n : rxq) n = static_cast<uint16_t>(std::min<unsigned>(n, workers));
+        const Polls at = place(rxq, workers);
         ASSERT_EQ(at.size(), workers);
-        std::vector<unsigned> load(workers, 0);
-        for (size_t p = 0; p < rxq.size(); ++p) {
-            const unsigned n = std::min<unsigned>(rxq[p], workers);
-            std::vector<int> seen(n, 0);
-            for (unsigned w = 0; w < workers; ++w) {
-                ASSERT_EQ(at[w].size(), rxq.size());
-                if (at[w][p] == X) continue;
-                ASSERT_LT(at[w][p], n) << "port " << p << " worker " << w;
-                ++seen[at[w][p]];
-                ++load[w];
-                if (n == workers) {
-                    EXPECT_EQ(at[w][p], w) << "a full port keeps queue w on worker w";
+        std::vector<std::vector<int>> seen(rxq.size());
+        for (size_t p = 0; p < rxq.size(); ++p) seen[p].assign(rxq[p], 0);
+        for (unsigned w = 0; w < workers; ++w)
+            for (const auto& [p, q] : at[w]) {
+                ASSERT_LT(q, rxq[p]) << "port " << p << " worker " << w;
+                ++seen[p][q];
+                if (rxq[p] == workers) {
+                    EXPECT_EQ(q, static_cast<int>(w)) << "a full port keeps queue w on worker w";
                 }
             }
-            for (unsigned q = 0; q < n; ++q)
-                EXPECT_EQ(seen[q], 1) << "port " << p << " queue " << q;
-        }
-        const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
-        EXPECT_LE(*hi - *lo, 1u) << workers << " workers: queues shared out evenly";
+        for (size_t p = 0; p < rxq.size(); ++p)
+            for (int n : seen[p]) EXPECT_EQ(n, 1) << "port " << p;
+        const auto [lo, hi] = std::minmax_element(
+            at.begin(), at.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+        EXPECT_LE(hi->size() - lo->size(), 1u) << workers << " workers: queues shared out evenly";
     }
+}
+
+// `rx_workers`: a pinned port's queues go where the config says, several to one worker if it
+// says so, and leave the turn of the others alone.
+TEST(RxPlacement, PinnedQueuesGoToTheirWorkers) {
+    EXPECT_EQ(place({2, 1}, 2, {{1, 1}, {}}), (Polls{{{1, 0}}, {{0, 0}, {0, 1}}}));
+    EXPECT_EQ(place({3}, 2, {{0, 1, 0}}), (Polls{{{0, 0}, {0, 2}}, {{0, 1}}}));
+    // A pinned port with a queue per worker, reversed: not the full port's w -> w.
+    EXPECT_EQ(place({2, 1}, 2, {{1, 0}, {}}), (Polls{{{0, 1}, {1, 0}}, {{0, 0}}}));
+}
+
+// NUMA: a short port's queues go round its own socket's workers (all of them where it has none
+// or the socket is unknown), each socket keeping its own turn.
+TEST(RxPlacement, ShortPortsStayOnTheirSocket) {
+    // Workers 0, 1 on socket 0, workers 2, 3 on socket 1.
+    const std::vector<int> ws = {0, 0, 1, 1};
+    EXPECT_EQ(place({1, 1, 1, 1, 2}, 4, {}, {1, 1, 0, -1, 1}, ws),
+              (Polls{{{2, 0}, {3, 0}}, {}, {{0, 0}, {4, 0}}, {{1, 0}, {4, 1}}}));
+    // A socket without workers: round all of them.
+    EXPECT_EQ(place({1, 1, 1}, 4, {}, {2, 2, 2}, ws), (Polls{{{0, 0}}, {{1, 0}}, {{2, 0}}, {}}));
+    // A full port still gives every worker its queue, whatever the sockets.
+    EXPECT_EQ(place({4}, 4, {}, {1}, ws), (Polls{{{0, 0}}, {{0, 1}}, {{0, 2}}, {{0, 3}}}));
 }
 
 }  // namespace
