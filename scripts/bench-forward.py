@@ -24,7 +24,8 @@ Pages: 2 MB hugepages when the machine has 1 GB of them free (--pages auto), els
 With --scaling it measures two workers against one on mark+encap Geneve/IPv4 (1082-byte frames
 by default, 16 flows per source), three cases interleaved per repeat: one worker on one RX
 queue; two workers on a source with two RX queues (net_pcap with two rx_pcap); two workers on two
-sources of one RX queue each (two net_pcap ports, which the gateway gives a worker each). The
+sources of one RX queue each (two net_pcap ports, which the gateway gives a worker each, each
+source's frames through a tunnel and net_null sink of its own, as testpmd's port pairs). The
 second worker's lcore is on the main lcore's CPU (`--lcores 0@0,1@1,2@0`: on a 2-CPU machine the
 control thread shares a core with a worker). It prints each worker's Mpps/core and the aggregate
 wall-clock rate. In the same repeats it runs the floor the same way (testpmd io on one lcore; on
@@ -32,7 +33,8 @@ two with one queue each of one port; on two with a port pair each, the same lcor
 and prints its per-lcore rates, its own two-against-one ratio and dscpgw's ratio over it: what
 these vdevs give DPDK itself on this machine is the ceiling a gateway's scaling is read against.
 (Two queues of one net_pcap port share a cache line of the PMD's queue array, which costs both
-sides; docs/performance.md, "Multi-core scaling".)
+sides, and two of one net_null port write neighbouring lines; docs/performance.md, "Multi-core
+scaling".)
 
 With --qos it measures instead what Border QoS costs on mark+encap Geneve/IPv4 (single frame):
 no QoS, a policer every packet passes green, the wan port shaped with the three queues of
@@ -375,6 +377,27 @@ mtu = 9000
 """
 
 
+# The second source's own sink and tunnel (its frames go to 10.20.1.9).
+WAN2 = """[[ports]]
+name = "wan2"
+role = "outer"
+device = "{dev}"
+ipv4 = "198.18.0.2"
+mac = "02:00:00:00:00:02"
+mtu = 9200
+"""
+TUNNEL2 = """[[tunnels]]
+name = "t2"
+type = "geneve"
+vni = 101
+remote = "198.18.7.8"
+next_hop_mac = "02:00:00:00:00:fe"
+routes = ["10.20.1.0/24"]
+port = "wan2"
+inner_port = "lan2"
+"""
+
+
 def scaling_run(a, eal, paths, w, arrangement, tmp):
     """One floor run and one dscpgw run with `w` workers: one worker on one queue, or two in
     `arrangement` (SCALING_ARRANGEMENTS)."""
@@ -387,10 +410,15 @@ def scaling_run(a, eal, paths, w, arrangement, tmp):
         # pair; dscpgw gives each single-queue port a worker of its own (place_rx_queues()).
         srcs = [f"net_pcap{i},rx_pcap={x},infinite_rx=1" for i, x in enumerate(paths)]
         floor = run_testpmd(eal, srcs[0], a.seconds, cores=2, more=["net_null8,no-rx=1", srcs[1]])
-        # dscpgw wants a TX queue per worker on every port; these send nothing.
+        # dscpgw wants a TX queue per worker on every port; these send nothing. Each source's
+        # frames leave by a sink of their own, as testpmd's pairs do: two workers sending on
+        # queues 0 and 1 of one net_null port write neighbouring lines of its queue array (40-byte
+        # queue structures, packed), which costs the second worker 10-15 % at 1 KB on the Zen 5
+        # host (docs/performance.md, Multi-core scaling).
         srcs = [x + ",tx_pcap=/dev/null,tx_pcap=/dev/null" for x in srcs]
-        cfg = gw_config(eal, srcs[0], "net_null0,no-rx=1", "geneve", REMOTE[4], wan_keys=LAN2.format(dev=srcs[1]),
-                        tunnel_keys='inner_port = "lan"')
+        cfg = gw_config(eal, srcs[0], "net_null0,no-rx=1", "geneve", REMOTE[4],
+                        wan_keys=LAN2.format(dev=srcs[1]) + WAN2.format(dev="net_null9,no-rx=1"),
+                        tunnel_keys='inner_port = "lan"\nport = "wan"', first=TUNNEL2)
     return floor, run_dscpgw(a.dscpgw, cfg.replace("workers = 1", f"workers = {w}"), tmp, a.seconds)
 
 
