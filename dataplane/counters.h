@@ -27,6 +27,12 @@
 
 namespace dscpgw {
 
+// What one worker writes and another must not: aligned and padded to two cache lines, the pair an
+// x86 core's spatial prefetcher fetches together, so that one worker's line is never the
+// neighbour the other's prefetch takes (two workers writing neighbouring lines of net_null's TX
+// queue array cost the second 10-15 % at 1 KB; docs/performance.md, Multi-core scaling).
+inline constexpr size_t kWorkerBlockAlign = 128;
+
 // Per tunnel, in the snapshot's counter bank (kept per tunnel name across reloads).
 #define DSCPGW_TUNNEL_COUNTERS(X)                                                            \
     X(encap_packets, "tunnel_packets_total", "direction=encap", "packets", "ENCAP_PKTS",     \

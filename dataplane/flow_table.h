@@ -93,7 +93,7 @@ struct PackedFlowKey {
     }
 };
 
-struct alignas(64) FlowSlot {
+struct alignas(kWorkerBlockAlign) FlowSlot {
     std::atomic<uint32_t> seq{0};  // Odd: the key is being rewritten. 0: never used.
     std::atomic<int16_t> tunnel{-1};
     std::atomic<uint8_t> decap{0};  // 1: the conversation comes out of the tunnel.

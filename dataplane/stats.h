@@ -32,7 +32,7 @@ struct ConfigCounters {
     }
 };
 
-struct alignas(64) WorkerStats {
+struct alignas(kWorkerBlockAlign) WorkerStats {
     // Owner: the worker that holds this block (rw); everyone else: ro.
     CounterBlock<PortCounter, kMaxPorts> port;
     ConfigCounters bank[2];
