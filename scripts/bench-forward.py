@@ -366,25 +366,15 @@ def qos_cost(a, sizes, tmp, eal):
         sys.stdout.flush()
 
 
-# The two-worker arrangements of --scaling (scaling_run() sets each up), and the second inner
-# port the two-port one adds to bench-forward's config.
+# The two-worker arrangements of --scaling (scaling_run() sets each up).
 SCALING_ARRANGEMENTS = ("one port, 2 RX queues", "2 ports, 1 RX queue each")
-LAN2 = """[[ports]]
-name = "lan2"
-role = "inner"
+# A port block for the two-port arrangement: the second source (lan2) and its own sink (wan2,
+# which its frames to 10.20.1.9 reach through TUNNEL2).
+PORT = """[[ports]]
+name = "{name}"
+role = "{role}"
 device = "{dev}"
-mtu = 9000
-"""
-
-
-# The second source's own sink and tunnel (its frames go to 10.20.1.9).
-WAN2 = """[[ports]]
-name = "wan2"
-role = "outer"
-device = "{dev}"
-ipv4 = "198.18.0.2"
-mac = "02:00:00:00:00:02"
-mtu = 9200
+{keys}
 """
 TUNNEL2 = """[[tunnels]]
 name = "t2"
@@ -417,7 +407,9 @@ def scaling_run(a, eal, paths, w, arrangement, tmp):
         # host (docs/performance.md, Multi-core scaling).
         srcs = [x + ",tx_pcap=/dev/null,tx_pcap=/dev/null" for x in srcs]
         cfg = gw_config(eal, srcs[0], "net_null0,no-rx=1", "geneve", REMOTE[4],
-                        wan_keys=LAN2.format(dev=srcs[1]) + WAN2.format(dev="net_null9,no-rx=1"),
+                        wan_keys=PORT.format(name="lan2", role="inner", dev=srcs[1], keys="mtu = 9000")
+                        + PORT.format(name="wan2", role="outer", dev="net_null9,no-rx=1",
+                                      keys='ipv4 = "198.18.0.2"\nmac = "02:00:00:00:00:02"\nmtu = 9200'),
                         tunnel_keys='inner_port = "lan"\nport = "wan"', first=TUNNEL2)
     return floor, run_dscpgw(a.dscpgw, cfg.replace("workers = 1", f"workers = {w}"), tmp, a.seconds)
 

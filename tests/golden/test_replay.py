@@ -1525,27 +1525,34 @@ def run_two_workers_share_nothing():
     assert "workers = 3 needs 3 worker lcores" in p.stderr, p.stderr
 
 
-@test
-def run_spreads_single_queue_ports_over_the_workers():
-    """Two ports of one RX queue each (net_pcap with one rx_pcap, as af_packet, tap or memif
-    often are) and two workers: each port polled by its own worker, not both by worker 0."""
+def placed_and_forwarded(tag, text, placement, encap_decap, per_worker):
+    """Runs config `text` with two workers (spawn_two_workers()) for 2 s of pcap_gw() frames and
+    checks the RX placement the log gives (port, "queue->worker ..."), the packets encapsulated
+    and decapsulated, and each worker's own count of what it received. Returns stdout, stderr."""
     import signal
     import time
-    text, _ = pcap_gw("w1q", ((90, 50),))
-    p, _ = spawn_two_workers("w1q", text)
+    p, _ = spawn_two_workers(tag, text)
     time.sleep(2)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=30)
     eq(p.returncode, 0, f"exit code: {err}")
-    assert "1 RX / 2 TX queues" in err, err
-    # The placement as the log gives it (queue->worker), then as the workers' own blocks count it.
-    for port, placed in (("lan", "0->0"), ("wan", "0->1"), ("wan2", "0->0 1->1")):
+    for port, placed in placement:
         assert f"port {port}: RX queue->worker {placed}\n" in err, err
     c = parse_counters(out)
-    eq((c.get("tunnel.geneve4.encap"), c.get("tunnel.geneve4.decap")), (90, 50), "both ports forwarded")
-    per_worker = [int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)]
-    eq(per_worker, [90, 50], "the lan port on worker 0, the wan port on worker 1")
+    eq((c.get("tunnel.geneve4.encap"), c.get("tunnel.geneve4.decap")), encap_decap, "both ports forwarded")
+    eq([int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)], per_worker, "each worker's own queues")
     assert "mbufs in use after shutdown: 0" in out, out
+    return out, err
+
+
+@test
+def run_spreads_single_queue_ports_over_the_workers():
+    """Two ports of one RX queue each (net_pcap with one rx_pcap, as af_packet, tap or memif
+    often are) and two workers: each port polled by its own worker, not both by worker 0."""
+    text, _ = pcap_gw("w1q", ((90, 50),))
+    _, err = placed_and_forwarded("w1q", text, (("lan", "0->0"), ("wan", "0->1"), ("wan2", "0->0 1->1")),
+                                    (90, 50), [90, 50])
+    assert "1 RX / 2 TX queues" in err, err
 
 
 @test
@@ -1553,24 +1560,12 @@ def run_pins_rx_queues_where_rx_workers_says():
     """`rx_workers` places a port's RX queues on the workers it names, several on one worker if it
     says so, instead of queue w on worker w; a wrong count or worker index stops `run` with the
     reason."""
-    import signal
-    import time
     text, _ = pcap_gw("pin", ((100, 60), (70, 40)))
     text = re.sub(r'(device = "net_pcap0,[^"]*")', r'\1\nrx_workers = [1, 1]', text)
     text = re.sub(r'(device = "net_pcap1,[^"]*")', r'\1\nrx_workers = [0, 0]', text)
-    p, _ = spawn_two_workers("pin", text)
-    time.sleep(2)
-    p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=30)
-    eq(p.returncode, 0, f"exit code: {err}")
-    for port, placed in (("lan", "0->1 1->1 (rx_workers)"), ("wan", "0->0 1->0 (rx_workers)"),
-                         ("wan2", "0->0 1->1")):
-        assert f"port {port}: RX queue->worker {placed}\n" in err, err
-    c = parse_counters(out)
-    eq((c.get("tunnel.geneve4.encap"), c.get("tunnel.geneve4.decap")), (170, 100), "both ports forwarded")
-    per_worker = [int(x) for x in re.findall(r"worker \d: rx (\d+) pkts", out)]
-    eq(per_worker, [100, 170], "the wan port's queues on worker 0, the lan port's on worker 1")
-    assert "mbufs in use after shutdown: 0" in out, out
+    # The wan port's queues on worker 0, the lan port's on worker 1.
+    placed_and_forwarded("pin", text, (("lan", "0->1 1->1 (rx_workers)"), ("wan", "0->0 1->0 (rx_workers)"),
+                                       ("wan2", "0->0 1->1")), (170, 100), [100, 170])
     # Three queues of a device that has two; a worker the lcores do not give (two workers from
     # `--lcores`, no [gateway] workers for the config check to compare with).
     for pinned, expect in (("[0, 1, 0]", "rx_workers names 3 RX queues but the device offers 2"),
