@@ -291,8 +291,14 @@ std::string render_json(const Report& r, CtlCommand what, size_t n) {
             .num("mbufs_in_use", r.mbufs_in_use)
             .key("workers")
             .open('[');
-        for (const WorkerReport& w : r.workers)
-            json_totals<WorkerCounter>(j.open('{').num("lcore", w.lcore), w.t).close('}');
+        for (const WorkerReport& w : r.workers) {
+            json_totals<WorkerCounter>(j.open('{').num("lcore", w.lcore), w.t)
+                .key("rx_queues")
+                .open('[');
+            for (const auto& [port, queue] : w.rx)
+                j.open('{').str("port", port).num("queue", queue).close('}');
+            j.close(']').close('}');
+        }
         j.close(']');
     } else if (what == CtlCommand::tunnels) {
         j.key("tunnels").open('[');
@@ -433,16 +439,24 @@ std::string render_text(const Report& r, CtlCommand what, size_t n) {
             .append(cells<DataplaneCounter>(r.dataplane).substr(1))
             .append("\n");
         o += fmt("\n%-8s %8s", "WORKER", "LCORE") + columns<WorkerCounter>() +
-             fmt(" %12s %8s\n", "CYCLES/PKT", "BUSY%");
+             fmt(" %12s %8s  %s\n", "CYCLES/PKT", "BUSY%", "RX_QUEUES");
         for (size_t w = 0; w < r.workers.size(); ++w) {
             const WorkerReport& x = r.workers[w];
             const uint64_t pkts = x.t[WorkerCounter::rx_packets],
                            busy = x.t[WorkerCounter::busy_cycles],
                            all = busy + x.t[WorkerCounter::idle_cycles];
+            std::string rx;
+            for (const auto& [port, queue] : x.rx) {
+                rx += rx.empty() ? "" : " ";
+                rx += port;
+                rx += '/';
+                rx += std::to_string(queue);
+            }
             o += fmt("%-8zu %8u", w, x.lcore) + cells<WorkerCounter>(x.t) +
-                 fmt(" %12.1f %7.1f%%\n",
+                 fmt(" %12.1f %7.1f%%  %s\n",
                      pkts ? static_cast<double>(busy) / static_cast<double>(pkts) : 0.0,
-                     all ? 100.0 * static_cast<double>(busy) / static_cast<double>(all) : 0.0);
+                     all ? 100.0 * static_cast<double>(busy) / static_cast<double>(all) : 0.0,
+                     rx.empty() ? "-" : rx.c_str());
         }
     } else if (what == CtlCommand::tunnels) {
         o += fmt("%-16s %-6s %8s %-24s %-24s %-10s %-10s %-24s %8s %8s %s\n", "TUNNEL", "TYPE",

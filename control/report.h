@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "control/device_counters.h"
@@ -96,6 +97,7 @@ struct TunnelReport {
 
 struct WorkerReport {
     unsigned lcore = 0;
+    std::vector<std::pair<std::string, uint16_t>> rx;  // The RX queues it polls: port, queue.
     Totals<WorkerCounter> t{};
 };
 

@@ -40,6 +40,8 @@ struct ControlSetup {
     std::vector<std::array<uint8_t, 6>> macs;
     std::vector<uint16_t> eth_port;
     std::vector<unsigned> worker_lcores;  // Lcore of each worker.
+    // The RX queues each worker polls (place_rx_queues()): config port index, queue.
+    std::vector<std::vector<std::pair<uint16_t, uint16_t>>> worker_rx;
     std::vector<rte_mempool*> pools;
     uint32_t max_frame = 0;  // Largest frame an mbuf holds: bounds a live MTU change.
     NeighborTable* neighbors = nullptr;

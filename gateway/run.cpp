@@ -495,6 +495,10 @@ int cmd_run(const std::string& config, const std::string& log_level) {
     setup.eth_port = ports.eth_port;
     setup.max_frame = ports.max_frame;
     setup.worker_lcores = worker_lcores;
+    for (const std::vector<RxPoll>& polls : ports.rx) {
+        setup.worker_rx.emplace_back();
+        for (const RxPoll& r : polls) setup.worker_rx.back().emplace_back(r.port, r.queue);
+    }
     for (auto& [sock, mp] : ports.pools) setup.pools.push_back(mp);
     setup.neighbors = neighbors.get();
     setup.nctl = NeighborControl{ports.pools.at(ports.socket[0]), inject};

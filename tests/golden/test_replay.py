@@ -1525,14 +1525,17 @@ def run_two_workers_share_nothing():
     assert "workers = 3 needs 3 worker lcores" in p.stderr, p.stderr
 
 
-def placed_and_forwarded(tag, text, placement, encap_decap, per_worker):
+def placed_and_forwarded(tag, text, placement, encap_decap, per_worker, during=None):
     """Runs config `text` with two workers (spawn_two_workers()) for 2 s of pcap_gw() frames and
     checks the RX placement the log gives (port, "queue->worker ..."), the packets encapsulated
-    and decapsulated, and each worker's own count of what it received. Returns stdout, stderr."""
+    and decapsulated, and each worker's own count of what it received; `during(socket)` runs
+    before the stop. Returns stdout, stderr."""
     import signal
     import time
     p, _ = spawn_two_workers(tag, text)
     time.sleep(2)
+    if during:
+        during(f"{TMP}/{tag}.sock")
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=30)
     eq(p.returncode, 0, f"exit code: {err}")
@@ -1563,9 +1566,23 @@ def run_pins_rx_queues_where_rx_workers_says():
     text, _ = pcap_gw("pin", ((100, 60), (70, 40)))
     text = re.sub(r'(device = "net_pcap0,[^"]*")', r'\1\nrx_workers = [1, 1]', text)
     text = re.sub(r'(device = "net_pcap1,[^"]*")', r'\1\nrx_workers = [0, 0]', text)
+
+    def shown(sock):
+        # `ctl stats` lists each worker's queues: as text and as JSON.
+        r = subprocess.run([DSCPGW, "ctl", "--socket", sock, "stats", "--json"], capture_output=True, text=True,
+                           timeout=30)
+        eq(r.returncode, 0, r.stderr)
+        eq([w["rx_queues"] for w in json.loads(r.stdout)["workers"]],
+           [[{"port": "wan", "queue": 0}, {"port": "wan", "queue": 1}, {"port": "wan2", "queue": 0}],
+            [{"port": "lan", "queue": 0}, {"port": "lan", "queue": 1}, {"port": "wan2", "queue": 1}]],
+           "ctl stats --json: each worker's RX queues")
+        r = subprocess.run([DSCPGW, "ctl", "--socket", sock, "stats"], capture_output=True, text=True, timeout=30)
+        rows = r.stdout[r.stdout.index("WORKER"):].splitlines()
+        assert rows[0].endswith("RX_QUEUES"), rows
+        assert rows[1].endswith("wan/0 wan/1 wan2/0") and rows[2].endswith("lan/0 lan/1 wan2/1"), rows
     # The wan port's queues on worker 0, the lan port's on worker 1.
     placed_and_forwarded("pin", text, (("lan", "0->1 1->1 (rx_workers)"), ("wan", "0->0 1->0 (rx_workers)"),
-                                       ("wan2", "0->0 1->1")), (170, 100), [100, 170])
+                                       ("wan2", "0->0 1->1")), (170, 100), [100, 170], during=shown)
     # Three queues of a device that has two; a worker the lcores do not give (two workers from
     # `--lcores`, no [gateway] workers for the config check to compare with).
     for pinned, expect in (("[0, 1, 0]", "rx_workers names 3 RX queues but the device offers 2"),
