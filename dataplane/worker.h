@@ -21,7 +21,6 @@ struct RxPoll {
     uint16_t port = 0;
     uint16_t queue = 0;
     uint16_t eth_port = 0;
-    bool operator==(const RxPoll&) const = default;
 };
 
 struct WorkerContext {

@@ -184,8 +184,8 @@ Report ControlPlane::gather(bool with_flows, bool scrape) {
     for (size_t w = 0; w < r.workers.size(); ++w) {
         r.workers[w].lcore = w < setup_.worker_lcores.size() ? setup_.worker_lcores[w] : 0;
         if (w < setup_.worker_rx.size())
-            for (const auto& [port, queue] : setup_.worker_rx[w])
-                r.workers[w].rx.emplace_back(setup_.cfg.ports[port].name, queue);
+            for (const RxPoll& q : setup_.worker_rx[w])
+                r.workers[w].rx.emplace_back(setup_.cfg.ports[q.port].name, q.queue);
     }
     for (size_t t = 0; t < s.tunnels.size(); ++t) {
         TunnelReport& tr = r.tunnels[t];

@@ -22,6 +22,7 @@
 #include "dataplane/flow_table.h"
 #include "dataplane/stats.h"
 #include "dataplane/trace.h"
+#include "dataplane/worker.h"
 
 struct rte_mempool;
 struct rte_rcu_qsbr;
@@ -39,9 +40,8 @@ struct ControlSetup {
     std::unique_ptr<Snapshot> snap;
     std::vector<std::array<uint8_t, 6>> macs;
     std::vector<uint16_t> eth_port;
-    std::vector<unsigned> worker_lcores;  // Lcore of each worker.
-    // The RX queues each worker polls (place_rx_queues()): config port index, queue.
-    std::vector<std::vector<std::pair<uint16_t, uint16_t>>> worker_rx;
+    std::vector<unsigned> worker_lcores;         // Lcore of each worker.
+    std::vector<std::vector<RxPoll>> worker_rx;  // The RX queues each worker polls.
     std::vector<rte_mempool*> pools;
     uint32_t max_frame = 0;  // Largest frame an mbuf holds: bounds a live MTU change.
     NeighborTable* neighbors = nullptr;

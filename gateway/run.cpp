@@ -352,20 +352,23 @@ bool open_ports(Config& cfg, const std::vector<unsigned>& worker_lcores, Ports& 
     ports.rx = place_rx_queues(in);
     for (auto& polls : ports.rx)
         for (RxPoll& r : polls) r.eth_port = ports.eth_port[r.port];
+    // Port -> queue -> the worker polling it, for the log.
+    std::vector<std::vector<unsigned>> owner(nports);
+    for (size_t i = 0; i < nports; ++i) owner[i].resize(ports.plans[i].rxq);
+    for (unsigned w = 0; w < workers; ++w)
+        for (const RxPoll& r : ports.rx[w]) owner[r.port][r.queue] = w;
     for (size_t i = 0; i < nports; ++i) {
         std::string on;
         int away = -1;  // A worker on another socket than the device's.
-        for (unsigned q = 0; q < ports.plans[i].rxq; ++q)
-            for (unsigned w = 0; w < workers; ++w)
-                for (const RxPoll& r : ports.rx[w])
-                    if (r.port == i && r.queue == q) {
-                        on += ' ';  // Piecewise: GCC 12's -Wrestrict misreads " " + std::string.
-                        on += std::to_string(q);
-                        on += "->";
-                        on += std::to_string(w);
-                        if (in.port_socket[i] >= 0 && in.worker_socket[w] != in.port_socket[i])
-                            away = static_cast<int>(w);
-                    }
+        for (unsigned q = 0; q < owner[i].size(); ++q) {
+            const unsigned w = owner[i][q];
+            on += ' ';  // Piecewise: GCC 12's -Wrestrict misreads " " + std::string.
+            on += std::to_string(q);
+            on += "->";
+            on += std::to_string(w);
+            if (in.port_socket[i] >= 0 && in.worker_socket[w] != in.port_socket[i])
+                away = static_cast<int>(w);
+        }
         log_msg(Log::port, RTE_LOG_INFO, "port %s: RX queue->worker%s%s", cfg.ports[i].name.c_str(),
                 on.c_str(), cfg.ports[i].rx_workers.empty() ? "" : " (rx_workers)");
         if (away >= 0)
@@ -495,10 +498,7 @@ int cmd_run(const std::string& config, const std::string& log_level) {
     setup.eth_port = ports.eth_port;
     setup.max_frame = ports.max_frame;
     setup.worker_lcores = worker_lcores;
-    for (const std::vector<RxPoll>& polls : ports.rx) {
-        setup.worker_rx.emplace_back();
-        for (const RxPoll& r : polls) setup.worker_rx.back().emplace_back(r.port, r.queue);
-    }
+    setup.worker_rx = ports.rx;
     for (auto& [sock, mp] : ports.pools) setup.pools.push_back(mp);
     setup.neighbors = neighbors.get();
     setup.nctl = NeighborControl{ports.pools.at(ports.socket[0]), inject};
