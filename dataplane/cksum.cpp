@@ -1,10 +1,10 @@
 #include "dataplane/cksum.h"
 
 #include <immintrin.h>
-#include <rte_ip.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "dataplane/wire.h"
 
@@ -112,25 +112,69 @@ inline size_t add_blocks(const uint8_t* p, size_t len, uint64_t& s, Block block)
     return i;
 }
 
+// `a` + `b` in one's complement (the carry out added back in).
+inline uint64_t add1c(uint64_t a, uint64_t b) {
+    a += b;
+    return a + (a < b);
+}
+
+// The `len` bytes at `p` added to `s` as 64-bit words in one's complement (2^64 and 2^16 are both
+// 1 modulo 0xffff: the folded value is the 16-bit words' sum), sixteen bytes a step in two
+// chains; then a four- and a two-byte word and an odd last byte as the low byte, as DPDK's loop
+// takes it. Zero only for zero data and a zero `s`.
+inline uint64_t add_scalar(const uint8_t* p, size_t len, uint64_t s) {
+    uint64_t t = 0;
+    size_t i = 0;
+    for (; i + 16 <= len; i += 16) {
+        uint64_t v, w;
+        std::memcpy(&v, p + i, sizeof v);
+        std::memcpy(&w, p + i + 8, sizeof w);
+        s = add1c(s, v);
+        t = add1c(t, w);
+    }
+    if (i + 8 <= len) {
+        uint64_t v;
+        std::memcpy(&v, p + i, sizeof v);
+        t = add1c(t, v);
+        i += 8;
+    }
+    if (i + 4 <= len) {
+        uint32_t v;
+        std::memcpy(&v, p + i, sizeof v);
+        t = add1c(t, v);
+        i += 4;
+    }
+    if (i + 2 <= len) {
+        uint16_t v;
+        std::memcpy(&v, p + i, sizeof v);
+        t = add1c(t, v);
+        i += 2;
+    }
+    if (i < len) t = add1c(t, p[i]);
+    return add1c(s, t);
+}
+
 }  // namespace
 
+uint32_t raw_sum_scalar(const uint8_t* p, size_t len, uint32_t sum) {
+    return wire::fold64(add_scalar(p, len, sum));
+}
+
 // The whole chunks through block_avx2(), a block at a time, the bias added back; the tail (under
-// 32 bytes, at an even offset) through DPDK's loop.
+// 32 bytes) through the scalar loop.
 uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum) {
     uint64_t s = sum;
     const size_t i = add_blocks<kChunk>(p, len, s, block_avx2);
-    if (i < len) s += __rte_raw_cksum(p + i, len - i, 0);
-    return wire::fold64(s);
+    return wire::fold64(add_scalar(p + i, len - i, s));
 }
 
 // The whole 64-byte chunks through block_avx512(), a last 32-byte chunk through block_avx2() (an
-// AVX-512BW CPU has AVX2), the tail through DPDK's loop.
+// AVX-512BW CPU has AVX2), the tail through the scalar loop.
 uint32_t raw_sum_avx512(const uint8_t* p, size_t len, uint32_t sum) {
     uint64_t s = sum;
     size_t i = add_blocks<kWideChunk>(p, len, s, block_avx512);
     i += add_blocks<kChunk>(p + i, len - i, s, block_avx2);
-    if (i < len) s += __rte_raw_cksum(p + i, len - i, 0);
-    return wire::fold64(s);
+    return wire::fold64(add_scalar(p + i, len - i, s));
 }
 
 uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum) {
@@ -138,11 +182,11 @@ uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum) {
         if (kHasAvx512) return raw_sum_avx512(p, len, sum);
         if (kHasAvx2) return raw_sum_avx2(p, len, sum);
     }
-    return __rte_raw_cksum(p, len, sum);
+    return raw_sum_scalar(p, len, sum);
 }
 
 RawSumLoop raw_sum_loop() {
-    return kHasAvx512 ? RawSumLoop::kAvx512 : kHasAvx2 ? RawSumLoop::kAvx2 : RawSumLoop::kDpdk;
+    return kHasAvx512 ? RawSumLoop::kAvx512 : kHasAvx2 ? RawSumLoop::kAvx2 : RawSumLoop::kScalar;
 }
 
 }  // namespace dscpgw

@@ -1,7 +1,7 @@
 // The one's-complement sum of long data (the outer IPv6 UDP checksum of a tunnelled frame, summed
 // on encap when the device does not offload it, and verified on decap when the device gave no
 // verdict): 64 bytes a step with AVX-512BW, else 32 with AVX2, where the CPU has them (checked
-// once), else DPDK's sum.
+// once), else, and for short data, eight bytes a step in a 64-bit sum.
 #pragma once
 
 #include <cstddef>
@@ -14,11 +14,13 @@ namespace dscpgw {
 // one's-complement number: folded to 16 bits it is equal, and it is zero only when DPDK's is.
 uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum);
 
-// Which loop raw_sum() takes on this CPU from 128 bytes on (the benchmark, the tests).
-enum class RawSumLoop : uint8_t { kDpdk, kAvx2, kAvx512 };
+// Which loop raw_sum() takes on this CPU from 128 bytes on (the benchmark, the tests); shorter
+// data, and the vector loops' tails, take the scalar loop.
+enum class RawSumLoop : uint8_t { kScalar, kAvx2, kAvx512 };
 RawSumLoop raw_sum_loop();
 
-// The vector loops themselves, for the unit tests on CPUs that have them; any length.
+// The loops themselves, for the unit tests (the vector ones on CPUs that have them); any length.
+uint32_t raw_sum_scalar(const uint8_t* p, size_t len, uint32_t sum);
 uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum);
 uint32_t raw_sum_avx512(const uint8_t* p, size_t len, uint32_t sum);
 

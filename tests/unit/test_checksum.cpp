@@ -142,9 +142,9 @@ TEST(Checksum, Ipv4HeaderCheckAgreesWithTheFoldedSum) {
 // raw_sum() against DPDK's own sum, folded: every length 0..300 and jumbo lengths, every offset
 // 0..3 (the loads are unaligned), random data, all-ones data (the 64-bit lanes' worst case) and a
 // non-zero start as large as six pseudo-header sums (DPDK's 32-bit sum wraps, without the carry,
-// when the start is near 2^32: no caller gives one); and zero only when DPDK's is. The AVX2 loop is
-// taken directly, and the AVX-512BW loop, where the CPU has them, so that the dispatch's length
-// threshold does not hide it.
+// when the start is near 2^32: no caller gives one); and zero only when DPDK's is. Each loop is
+// also taken directly (the vector ones where the CPU has them), so that the dispatch's length
+// threshold hides none.
 TEST(Checksum, VectorisedSumEqualsDpdks) {
     std::mt19937 rng(7);
     std::vector<uint8_t> buf(9216 + 8);
@@ -163,6 +163,9 @@ TEST(Checksum, VectorisedSumEqualsDpdks) {
                     const uint32_t got = raw_sum(p, n, init);
                     ASSERT_EQ(folded(got), folded(want)) << "len " << n << " off " << off;
                     ASSERT_EQ(got == 0, want == 0) << "len " << n << " off " << off;
+                    const uint32_t sc = raw_sum_scalar(p, n, init);
+                    ASSERT_EQ(folded(sc), folded(want)) << "scalar len " << n << " off " << off;
+                    ASSERT_EQ(sc == 0, want == 0) << "scalar len " << n << " off " << off;
                     if (raw_sum_loop() >= RawSumLoop::kAvx2) {
                         const uint32_t v = raw_sum_avx2(p, n, init);
                         ASSERT_EQ(folded(v), folded(want)) << "avx2 len " << n << " off " << off;
@@ -181,10 +184,10 @@ TEST(Checksum, VectorisedSumEqualsDpdks) {
     EXPECT_EQ(checked, 3u * 4u * (301u + 8u) * 3u);
 }
 
-// The vector loops over data longer than a block (64 KiB: the biased 32-bit lanes are added up and
-// cleared once a block), against an exact 64-bit sum of the 16-bit words (DPDK's 32-bit sum would
-// wrap here): random, all-ones (every biased word +0x7fff, the lanes' largest) and all-zero data
-// (every word -0x8000, their smallest), every offset 0..3.
+// The loops over data longer than a block (64 KiB: the vector loops' biased 32-bit lanes are added
+// up and cleared once a block), against an exact 64-bit sum of the 16-bit words (DPDK's 32-bit sum
+// would wrap here): random, all-ones (every biased word +0x7fff, the lanes' largest) and all-zero
+// data (every word -0x8000, their smallest), every offset 0..3.
 TEST(Checksum, VectorLoopsSumDataLongerThanABlock) {
     std::mt19937 rng(11);
     std::vector<uint8_t> buf(3 * 65536 + 64);
@@ -202,6 +205,7 @@ TEST(Checksum, VectorLoopsSumDataLongerThanABlock) {
                 const uint8_t* p = buf.data() + off;
                 const uint16_t want = exact(p, n);
                 EXPECT_EQ(wire::fold(raw_sum(p, n, 0)), want) << "len " << n << " off " << off;
+                EXPECT_EQ(wire::fold(raw_sum_scalar(p, n, 0)), want) << "scalar len " << n;
                 if (raw_sum_loop() >= RawSumLoop::kAvx2) {
                     EXPECT_EQ(wire::fold(raw_sum_avx2(p, n, 0)), want) << "avx2 len " << n;
                 }
