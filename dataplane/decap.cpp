@@ -95,11 +95,7 @@ const PortConf::TunnelUdpPort* tunnel_udp_port(const PortConf& port, uint16_t dp
         return ipv4_header_sum_ok(ip, ip[0] & 0xfu);
     }
     if (udp == nullptr || load16(udp + 6) == 0) return true;
-    if ((f.rx_cksum & (kRxL4Good | kRxL4Bad)) != 0) return (f.rx_cksum & kRxL4Good) != 0;
-    // DPDK's raw sum adds words in host order; the pseudo-header's numbers are added alike.
-    uint32_t sum = __rte_raw_cksum(ip + kIpv6SrcOff, 32, 0) +
-                   rte_cpu_to_be_16(static_cast<uint16_t>(udp_len)) + rte_cpu_to_be_16(kProtoUdp);
-    return fold(raw_sum(udp, udp_len, sum)) == 0xffff;
+    return udp6_csum_ok(ip, udp, udp_len, f.rx_cksum);
 }
 
 // The decapsulation table itself, filling the caller's cache when it keeps one.
@@ -430,25 +426,40 @@ __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k,
 
 }  // namespace
 
+namespace {
+
+// decap_slow() for a frame whose key decap_raw_key<kV6>() read: the slow way, and on a success
+// the flow's entry filled.
+template <bool kV6>
+bool decap_slow_keyed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
+                      DecapFlowCache& flows, const DecapFlowKey& key) {
+    uint8_t* const d = f.data;
+    if (!decap_parsed(s, rx_port, f, o, cache)) return false;
+    // The inner frame where the key read it (an eight-byte tunnel header; a tagged LAN's tag pushed
+    // in front of it).
+    const uint32_t tag =
+        s.ports[s.tunnels[static_cast<size_t>(o.tunnel_id)].inner_port].vlan != 0 ? kVlanLen : 0;
+    if (f.data + tag == d + kInnerOff<kV6>)
+        decap_fill(decap_flow_set(flows, key), key, s, rx_port, o, f.data,
+                   d + kInnerOff<kV6> + kEthLen);
+    return true;
+}
+
+}  // namespace
+
 // Everything but a hit; a success on a frame of the cache's form fills the flow's entry.
 bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
                 DecapFlowCache* flows) {
     DecapFlowKey key;
     uint32_t total, itotal;
     bool bth;
-    uint8_t* const d = f.data;
-    if (flows == nullptr || !flows->useful ||
-        !decap_raw_key(d, f.len, rx_port, key, total, itotal, bth))
-        return decap_parsed(s, rx_port, f, o, cache);
-    if (!decap_parsed(s, rx_port, f, o, cache)) return false;
-    // The inner frame where the key read it (an eight-byte tunnel header; a tagged LAN's tag pushed
-    // in front of it).
-    const uint32_t tag =
-        s.ports[s.tunnels[static_cast<size_t>(o.tunnel_id)].inner_port].vlan != 0 ? kVlanLen : 0;
-    if (f.data + tag == d + kInnerOff)
-        decap_fill(decap_flow_set(*flows, key), key, s, rx_port, o, f.data,
-                   d + kInnerOff + kEthLen);
-    return true;
+    if (flows != nullptr && flows->useful) {
+        if (decap_raw_key<false>(f.data, f.len, rx_port, key, total, itotal, bth))
+            return decap_slow_keyed<false>(s, rx_port, f, o, cache, *flows, key);
+        if (flows->v6 && decap_raw_key<true>(f.data, f.len, rx_port, key, total, itotal, bth))
+            return decap_slow_keyed<true>(s, rx_port, f, o, cache, *flows, key);
+    }
+    return decap_parsed(s, rx_port, f, o, cache);
 }
 
 void decap_hit_outcome(const DecapFlow& e, const Frame& f, Outcome& o) {

@@ -7,29 +7,35 @@ namespace dscpgw {
 
 struct Neighbor;
 
-// What the shortcut decided for one flow of IPv4 in IPv4 tunnel traffic, so that its next packets
-// skip both parses, the tunnel lookup, RFC 6040 and the DSCP policy (the decap side of the
-// EncapCache, encap.h). The key is everything of the frame those steps read: the outer addresses,
-// TOS and UDP destination port, the tunnel header's eight bytes, the inner addresses, TOS, UDP
-// ports and BTH opcode, and the receiving port; not the outer UDP source port (the far end's
-// entropy), which nothing decides by. Checked again on every hit: the lengths (outer against the
-// frame and the port's MTU, UDP against the outer, inner against the UDP payload and the tunnel's
-// inner MTU), the outer header checksum, the inner destination MAC (no IEEE link-local), and for a
-// routed LAN the host's neighbour slot (still its host's, resolved: the MAC is read from it on
-// every hit, as the slow way does). A tagged LAN's frames leave with the entry's tag (the LAN's
-// VLAN, the PCP its dscp_to_pcp gives the entry's DSCP).
+// What the shortcut decided for one flow of tunnelled IPv4 traffic over an IPv4 or IPv6 underlay,
+// so that its next packets skip both parses, the tunnel lookup, RFC 6040 and the DSCP policy (the
+// decap side of the EncapCache, encap.h). The key is everything of the frame those steps read:
+// the outer addresses (over IPv6 the source folded, below), TOS or traffic class and UDP
+// destination port, the tunnel header's eight bytes, the inner addresses, TOS, UDP ports and BTH
+// opcode, and the receiving port; not the outer UDP source port (the far end's entropy) nor an
+// IPv6 flow label, which nothing decides by. Checked again on every hit: the lengths (outer
+// against the frame and the port's MTU, UDP against the outer, inner against the UDP payload and
+// the tunnel's inner MTU), the outer IPv4 header checksum or IPv6 UDP checksum (a zero one is its
+// own key, filled only where the tunnel takes it), over IPv6 the whole source against the
+// entry's tunnel's remote and the destination against the port's address, the inner destination
+// MAC (no IEEE link-local), and for a routed LAN the host's neighbour slot (still its host's,
+// resolved: the MAC is read from it on every hit, as the slow way does). A tagged LAN's frames
+// leave with the entry's tag (the LAN's VLAN, the PCP its dscp_to_pcp gives the entry's DSCP).
 struct alignas(64) DecapFlow {
-    // Key: the outer IPv4 source and destination, the inner ones, as they lie in the frame.
+    // Key: the outer IPv4 source and destination (IPv6: the source's two halves XORed), the inner
+    // ones, as they lie in the frame.
     uint64_t outer_addrs = 0, inner_addrs = 0;
     // Key: the inner UDP ports as they lie | inner TOS << 32 | BTH opcode << 40 (0 without a BTH)
-    // | outer TOS << 48 | receiving port << 56.
+    // | outer TOS or traffic class << 48 | receiving port << 56.
     uint64_t inner_rest = 0;
     uint64_t tunnel_hdr = 0;  // Key: the VXLAN or Geneve header as it lies.
-    uint64_t outer_rest = 0;  // Key: the outer UDP destination port as it lies | 1 << 63; 0: free.
-    uint32_t port_mtu = 0;    // The receiving port's MTU: the outer IP length's limit.
-    uint32_t inner_mtu = 0;   // The tunnel's: the inner IP length's limit.
-    uint8_t tos = 0;          // The inner TOS sent.
-    bool roce = false;        // The inner packet carries a BTH (UDP 4791).
+    // Key: the outer UDP destination port as it lies | an IPv6 underlay << 16 | its UDP checksum
+    // zero << 17 | 1 << 63 (decap_fast::kKeyV6 ...); 0: free.
+    uint64_t outer_rest = 0;
+    uint32_t port_mtu = 0;   // The receiving port's MTU: the outer IP length's limit.
+    uint32_t inner_mtu = 0;  // The tunnel's: the inner IP length's limit.
+    uint8_t tos = 0;         // The inner TOS sent.
+    bool roce = false;       // The inner packet carries a BTH (UDP 4791).
     // The inner header checksum's change for the key's inner TOS -> tos, 0 when it is kept.
     uint16_t tos_delta = 0;
     uint8_t out_port = 0;  // The tunnel's inner port.
@@ -66,6 +72,7 @@ struct DecapFlowCache {
     const Snapshot* snap = nullptr;
     uint64_t generation = 0;
     bool useful = false;  // Some tunnel's flows can be kept (decap_fast::decap_cache_bind()).
+    bool v6 = false;      // Some tunnel's underlay is IPv6.
     const Neighbor* hosts = nullptr;  // The snapshot's neighbour slots (DecapFlow::host).
     DecapFlow flow[kWays << kSetBits];
 };

@@ -63,6 +63,16 @@ inline bool plain_ipv4_udp(const uint8_t* d) {
     return (((w0 & 0xffffffu) ^ 0x450008u) | ((w1 & 0xff00ff3fu) ^ 0x11000000u)) == 0;
 }
 
+// Whether the frame at `d` (at least 21 bytes) is untagged IPv6 without extension headers
+// carrying UDP: EtherType 86 DD and version 6 at bytes 12-14, next header 17 at byte 20.
+inline bool plain_ipv6_udp(const uint8_t* d) {
+    static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the mask reads bytes in that order");
+    static_assert(wire::kEtherTypeIpv6 == 0x86dd && wire::kProtoUdp == 17);
+    uint32_t w;
+    std::memcpy(&w, d + 12, sizeof w);  // EtherType, version and the traffic class's top.
+    return ((w & 0xf0ffffu) ^ 0x60dd86u) == 0 && d[wire::kEthLen + wire::kIpv6NextHdrOff] == 17;
+}
+
 // The common frame (untagged, IPv4 without options or IPv6 without extension headers, not a
 // fragment, carrying UDP) in straight-line code. Returns true with `pp` exactly as
 // parse_packet_general() would fill it; false for any other or malformed frame, leaving `pp`

@@ -931,6 +931,59 @@ TEST(DecapFlowCache, HitsComeFromItAndANewSnapshotEmptiesIt) {
     EXPECT_EQ(cache.snap, next.get());
 }
 
+// An IPv6 underlay's flows are kept too: a hit comes from the entry; the key holds the outer
+// source folded, so a source with the same fold (the remote's halves swapped) must still be the
+// slow way's to refuse; the UDP checksum is verified on every hit; a zero checksum fills its own
+// entry only where the tunnel takes it.
+TEST(DecapFlowCache, Ipv6UnderlayHitsAreExact) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    auto frame = [](const std::string& src, bool zero_csum = false) {
+        Bytes b = PacketBuilder()
+                      .eth(kWanMac, kNh6)
+                      .ipv6(src, "2001:db8:18::1", 26 << 2)
+                      .udp(50000, 4789)
+                      .vxlan(200)
+                      .raw(roce4("10.40.0.1", "10.10.0.5", 26 << 2 | 1))
+                      .build();
+        if (zero_csum) b[14 + 40 + 6] = b[14 + 40 + 7] = 0;
+        return b;
+    };
+    DecapFlowCache cache;
+    auto run = [&](const Bytes& in, DecapFlowCache* c) {
+        test::TestFrame t(in);
+        return process_packet(*snap, kWan, t.frame, nullptr, nullptr, nullptr, c);
+    };
+    auto used = [&] {
+        size_t n = 0;
+        for (const DecapFlow& e : cache.flow) n += e.outer_rest != 0;
+        return n;
+    };
+    const Bytes good = frame("2001:db8:18::99");
+    EXPECT_EQ(run(good, nullptr).drop, DropReason::none);
+    EXPECT_EQ(run(good, &cache).drop, DropReason::none);
+    ASSERT_EQ(used(), 1u) << "filled";
+    for (DecapFlow& e : cache.flow)
+        if (e.outer_rest != 0) e.notes.dscp_out = 63;  // Planted: a hit answers from the entry.
+    EXPECT_EQ(run(good, &cache).dscp_out, 63) << "a hit";
+
+    // The same fold from another source: not the tunnel's remote.
+    const Bytes swapped = frame("0:0:0:99:2001:db8:18:0");
+    EXPECT_EQ(run(swapped, nullptr).drop, DropReason::unknown_remote);
+    EXPECT_EQ(run(swapped, &cache).drop, DropReason::unknown_remote);
+    // A wrong checksum on the cached flow.
+    Bytes bad = good;
+    bad[14 + 40 + 6] ^= 0x10;
+    EXPECT_EQ(run(bad, nullptr).drop, DropReason::bad_checksum);
+    EXPECT_EQ(run(bad, &cache).drop, DropReason::bad_checksum);
+    // Zero checksums: the tunnel does not take them, so no entry of their own.
+    const Bytes zero = frame("2001:db8:18::99", true);
+    EXPECT_EQ(run(zero, &cache).drop, DropReason::bad_checksum);
+    EXPECT_EQ(used(), 1u);
+    EXPECT_EQ(run(good, &cache).dscp_out, 63) << "still the planted entry";
+}
+
 // Two classes that both match a packet: the first listed wins, whichever it is.
 TEST(Classify, FirstMatchWins) {
     const std::string ports = R"(
@@ -1830,18 +1883,20 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
         const char* remote;
         uint16_t port;
         uint32_t vni;
+        bool v6 = false;
     };
-    // g4, fixed (copy-outer, ecn off), narrow, nh4.
+    // g4, fixed (copy-outer, ecn off), narrow, nh4, and v6 over an IPv6 underlay.
     const Tunnel tunnels[] = {{"198.18.7.7", 6081, 100},
                               {"198.18.7.8", 4789, 300},
                               {"198.18.7.5", 6081, 600},
-                              {"198.18.7.9", 6081, 700}};
+                              {"198.18.7.9", 6081, 700},
+                              {"2001:db8:18::99", 4789, 200, true}};
     const std::vector<uint8_t> inner_toses = {0,           1,           2,       3,
                                               26 << 2 | 2, 26 << 2 | 1, 48 << 2, 46 << 2 | 3};
     const uint8_t outer_toses[] = {0, 2, 3, 26 << 2, 26 << 2 | 2, 26 << 2 | 3, 34 << 2, 48 << 2};
     auto flow = [&]() {
         TestFlow f = random_flow(rng, "10.20", "10.10", inner_toses);
-        f.tunnel = pick(4);
+        f.tunnel = pick(5);
         return f;
     };
     std::vector<TestFlow> hot, cold;
@@ -1873,7 +1928,7 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
         const Bytes inner = in.payload(r == 84 ? 1480 : pick(300)).build();
         PacketBuilder out;
         const uint8_t otos = outer_toses[pick(8)];
-        if (r == 85 || r == 86) {
+        if (r == 85 || r == 86 || tun.v6) {
             out.eth(kWanMac, kNh6).ipv6("2001:db8:18::99", "2001:db8:18::1", otos);
             out.udp(50000 + static_cast<uint16_t>(pick(100)), 4789, true).vxlan(200);
         } else {
@@ -1894,6 +1949,8 @@ TEST_F(Burst, DecapHitRunsCountAsThePerPacketPath) {
         if (r == 90) b[14 + 10] ^= 0x40, flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD;
         if (r == 91) flags = RTE_MBUF_F_RX_IP_CKSUM_BAD;
         if (r == 92) flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+        // Over IPv6 a wrong UDP checksum (a payload byte changed), which the device may vouch for.
+        if (r == 98 || r == 99) b.back() ^= 0x20, flags = r == 99 ? RTE_MBUF_F_RX_L4_CKSUM_GOOD : 0;
         if (r == 93) b.resize(b.size() - 1 - pick(20));             // Truncated.
         if (r == 94 || r == 95) b.resize(b.size() + 1 + pick(30));  // Ethernet padding.
         frames.push_back(b);
