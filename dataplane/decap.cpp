@@ -424,10 +424,6 @@ __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k,
     if (lan.vlan != 0) e.tci = load16(out + kEthLen);
 }
 
-}  // namespace
-
-namespace {
-
 // decap_slow() for a frame whose key decap_raw_key<kV6>() read: the slow way, and on a success
 // the flow's entry filled.
 template <bool kV6>
