@@ -95,9 +95,7 @@ inline bool parse_plain_udp_family(const uint8_t* data, uint32_t len, ParsedPack
         pp.dst = ip + kIpv4DstOff;
     } else {
         total = kIpv6Len + load16(ip + kIpv6PayloadLenOff);
-        if (load16(data + kEthTypeOff) != kEtherTypeIpv6 || (ip[0] >> 4) != 6 ||
-            ip[kIpv6NextHdrOff] != kProtoUdp)
-            return false;
+        if (!plain_ipv6_udp(data)) return false;
         pp.ip_ver = 6;
         pp.tos = ipv6_tclass(ip);
         pp.src = ip + kIpv6SrcOff;
