@@ -74,7 +74,7 @@ struct BurstState {
     FlowRates* rates = nullptr;   // The worker's `adaptive` flow rates (policers run on now_tsc).
     EncapCache* encap = nullptr;  // The worker's inner IPv4 flows (encap.h); none: no cache.
     DecapCache decap;             // The worker's last decapsulation-table hit.
-    // The worker's IPv4-in-IPv4 tunnel flows (decap.h); none: no cache.
+    // The worker's tunnelled IPv4 flows, over either underlay (decap.h); none: no cache.
     DecapFlowCache* decap_flows = nullptr;
     HitRuns<EncapFlow> encap_runs;  // Cache hits not yet counted.
     HitRuns<DecapFlow> decap_runs;

@@ -164,7 +164,7 @@ Flow& fill_way(Flow* set, Has has, Used used) {
 // `ecache`: the worker's exact-match cache of inner IPv4 flows (encap.h), or none.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
                       const QosClock* qos = nullptr, EncapCache* ecache = nullptr);
-// `dflows`: the worker's exact-match cache of IPv4-in-IPv4 tunnel flows (decap.h), or none.
+// `dflows`: the worker's exact-match cache of tunnelled IPv4 flows (decap.h), or none.
 Verdict process_outer(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
                       DecapCache* cache = nullptr, DecapFlowCache* dflows = nullptr);
 
