@@ -50,6 +50,11 @@ sink port sent over the PMD thread's CPU time), dscpgw's ratio to it within the 
 processing cycles per packet (pmd-stats-show). It needs root and hugepages; OVS runs frames up to
 1518 bytes here (larger cases print -), and has no zero IPv6 UDP checksum case.
 
+The IPv6 cases marked csum0 use zero UDP checksums (RFC 6935/6936): the tunnel sets
+udp6_zero_checksum_tx (mark+encap), or the far end sends zeros and the tunnel sets
+udp6_zero_checksum_rx (decap). The others sum the datagram in software: net_null and net_pcap
+offer no checksum offload.
+
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames single,multi]
                         [--repeat N] [--quick] [--pages auto|huge|4k] [--dscpgw build/dscpgw] [--qos]
                         [--scaling] [--peer none|ovs]
@@ -70,7 +75,7 @@ logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "golden"))
-from scapy.all import wrpcap  # noqa: E402
+from scapy.all import UDP, wrpcap  # noqa: E402
 import pktlib  # noqa: E402
 sys.path.insert(0, HERE)
 import dpdk_telemetry  # noqa: E402
@@ -512,16 +517,18 @@ def main():
                 peer = None if zero or size > ovs_peer.MAX_FRAME else ("encap", typ, fam)
                 cases.append((f"mark+encap {typ}/IPv{fam}" + (" csum0" if zero else ""), size, src, cfg, peer))
             for typ, fam, zero in variants:
-                if zero:
-                    continue
                 outer = [pktlib.encap(p, typ, REMOTE[fam], LOCAL[fam], 100, tos=26 << 2 | 2, sport=49152 + 53 * (i % 16))
                          for i, p in enumerate(inner)]
-                outer_pcap = os.path.join(tmp, f"outer{size}{kind}{typ}{fam}.pcap")
+                if zero:  # As a far end with udp6zerocsumtx sends them (RFC 6935).
+                    for o in outer:
+                        o[UDP].chksum = 0
+                outer_pcap = os.path.join(tmp, f"outer{size}{kind}{typ}{fam}{'z' if zero else ''}.pcap")
                 wrpcap(outer_pcap, outer)
                 src = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
-                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam])
-                peer = ("decap", typ, fam) if len(outer[0]) <= ovs_peer.MAX_FRAME else None
-                cases.append((f"decap {typ}/IPv{fam}", len(outer[0]), src, cfg, peer))
+                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam],
+                           tunnel_keys="udp6_zero_checksum_rx = true" if zero else "")
+                peer = ("decap", typ, fam) if not zero and len(outer[0]) <= ovs_peer.MAX_FRAME else None
+                cases.append((f"decap {typ}/IPv{fam}" + (" csum0" if zero else ""), len(outer[0]), src, cfg, peer))
             if a.variants:
                 cases = [c for c in cases if any(v in c[0] for v in a.variants.split(","))]
             for name, frame, src, cfg, peer in cases:
