@@ -86,8 +86,11 @@ __attribute__((target("avx512f,avx512bw"))) inline int64_t lanes_sum(__m512i a, 
 // (taken for Zen 4, which runs a 512-bit operation as two 256-bit halves) 4096 bytes in L1 took 80
 // TSC cycles against the AVX2 loop's 100-109, 9000 bytes 173-177 against 209 (the instruction
 // count, not the execution units, held the AVX2 loop back); on a Zen 5 host (family 0x1a,
-// 512-bit units) BM_RawSum gave 4154 bytes 26 against 42 ns, 9000 bytes 49 against 94. `n` is a
-// multiple of kWideChunk, at most kBlock.
+// 512-bit units) BM_RawSum gave 4154 bytes 26 against 42 ns, 9000 bytes 49 against 94. `n`:
+// at most kBlock, of any length: a last part chunk is one masked load, its missing bytes zeros
+// (a mask also keeps the load from faulting past the data), so that the sum takes one reduction
+// and no scalar tail. Returns the sum itself, the bias added back for every word of every chunk
+// (a missing word's -0x8000 with the rest).
 __attribute__((target("avx512f,avx512bw"))) int64_t block_avx512(const uint8_t* p, size_t n) {
     __m512i a0 = _mm512_setzero_si512(), a1 = a0;
     size_t i = 0;
@@ -95,8 +98,19 @@ __attribute__((target("avx512f,avx512bw"))) int64_t block_avx512(const uint8_t* 
         a0 = _mm512_add_epi32(a0, pair_sums512(p + i));
         a1 = _mm512_add_epi32(a1, pair_sums512(p + i + kWideChunk));
     }
-    if (i < n) a0 = _mm512_add_epi32(a0, pair_sums512(p + i));
-    return lanes_sum(a0, a1);
+    if (i + kWideChunk <= n) {
+        a0 = _mm512_add_epi32(a0, pair_sums512(p + i));
+        i += kWideChunk;
+    }
+    if (i < n) {
+        const __mmask64 k = _cvtu64_mask64(~uint64_t{0} >> (kWideChunk - (n - i)));
+        const __m512i v = _mm512_maskz_loadu_epi8(k, p + i);
+        a1 = _mm512_add_epi32(a1,
+                              _mm512_madd_epi16(_mm512_xor_si512(v, _mm512_set1_epi16(INT16_MIN)),
+                                                _mm512_set1_epi16(1)));
+        i += kWideChunk;
+    }
+    return lanes_sum(a0, a1) + int64_t{0x8000} * static_cast<int64_t>(i / 2);
 }
 
 // Adds the whole chunks of `chunk` bytes at `p` (at most `len`) to `s` through `block`, a block at
@@ -168,13 +182,12 @@ uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum) {
     return wire::fold64(add_scalar(p + i, len - i, s));
 }
 
-// The whole 64-byte chunks through block_avx512(), a last 32-byte chunk through block_avx2() (an
-// AVX-512BW CPU has AVX2), the tail through the scalar loop.
+// Through block_avx512(), a block at a time, the tail with the block.
 uint32_t raw_sum_avx512(const uint8_t* p, size_t len, uint32_t sum) {
     uint64_t s = sum;
-    size_t i = add_blocks<kWideChunk>(p, len, s, block_avx512);
-    i += add_blocks<kChunk>(p + i, len - i, s, block_avx2);
-    return wire::fold64(add_scalar(p + i, len - i, s));
+    for (size_t i = 0; i < len; i += kBlock)
+        s += static_cast<uint64_t>(block_avx512(p + i, std::min(kBlock, len - i)));
+    return wire::fold64(s);
 }
 
 uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum) {

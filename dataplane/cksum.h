@@ -15,7 +15,7 @@ namespace dscpgw {
 uint32_t raw_sum(const uint8_t* p, size_t len, uint32_t sum);
 
 // Which loop raw_sum() takes on this CPU from 128 bytes on (the benchmark, the tests); shorter
-// data, and the vector loops' tails, take the scalar loop.
+// data, and the AVX2 loop's tail, take the scalar loop (the AVX-512 loop takes its own tail).
 enum class RawSumLoop : uint8_t { kScalar, kAvx2, kAvx512 };
 RawSumLoop raw_sum_loop();
 
