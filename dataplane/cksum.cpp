@@ -63,9 +63,9 @@ __attribute__((target("avx2"))) int64_t block_avx2(const uint8_t* p, size_t n) {
     return lanes_sum(a0) + lanes_sum(a1);
 }
 
-// The 32 words at `p`, biased, added in pairs into sixteen 32-bit lanes.
-__attribute__((target("avx512f,avx512bw"))) inline __m512i pair_sums512(const uint8_t* p) {
-    return _mm512_madd_epi16(_mm512_xor_si512(_mm512_loadu_si512(p), _mm512_set1_epi16(INT16_MIN)),
+// The 32 words of `v`, biased, added in pairs into sixteen 32-bit lanes.
+__attribute__((target("avx512f,avx512bw"))) inline __m512i pair_sums512(__m512i v) {
+    return _mm512_madd_epi16(_mm512_xor_si512(v, _mm512_set1_epi16(INT16_MIN)),
                              _mm512_set1_epi16(1));
 }
 
@@ -95,19 +95,16 @@ __attribute__((target("avx512f,avx512bw"))) int64_t block_avx512(const uint8_t* 
     __m512i a0 = _mm512_setzero_si512(), a1 = a0;
     size_t i = 0;
     for (; i + 2 * kWideChunk <= n; i += 2 * kWideChunk) {
-        a0 = _mm512_add_epi32(a0, pair_sums512(p + i));
-        a1 = _mm512_add_epi32(a1, pair_sums512(p + i + kWideChunk));
+        a0 = _mm512_add_epi32(a0, pair_sums512(_mm512_loadu_si512(p + i)));
+        a1 = _mm512_add_epi32(a1, pair_sums512(_mm512_loadu_si512(p + i + kWideChunk)));
     }
     if (i + kWideChunk <= n) {
-        a0 = _mm512_add_epi32(a0, pair_sums512(p + i));
+        a0 = _mm512_add_epi32(a0, pair_sums512(_mm512_loadu_si512(p + i)));
         i += kWideChunk;
     }
     if (i < n) {
         const __mmask64 k = _cvtu64_mask64(~uint64_t{0} >> (kWideChunk - (n - i)));
-        const __m512i v = _mm512_maskz_loadu_epi8(k, p + i);
-        a1 = _mm512_add_epi32(a1,
-                              _mm512_madd_epi16(_mm512_xor_si512(v, _mm512_set1_epi16(INT16_MIN)),
-                                                _mm512_set1_epi16(1)));
+        a1 = _mm512_add_epi32(a1, pair_sums512(_mm512_maskz_loadu_epi8(k, p + i)));
         i += kWideChunk;
     }
     return lanes_sum(a0, a1) + int64_t{0x8000} * static_cast<int64_t>(i / 2);
