@@ -72,7 +72,7 @@ struct BurstState {
     FlowRuns flow_runs;           // This burst's conversations, not yet in `flows`.
     uint64_t now_tsc = 0;         // Set by the worker once per poll: the flows' timestamps.
     FlowRates* rates = nullptr;   // The worker's `adaptive` flow rates (policers run on now_tsc).
-    EncapCache* encap = nullptr;  // The worker's inner IPv4 flows (encap.h); none: no cache.
+    EncapCache* encap = nullptr;  // The worker's inner IP flows (encap.h); none: no cache.
     DecapCache decap;             // The worker's last decapsulation-table hit.
     // The worker's tunnelled IPv4 flows, over either underlay (decap.h); none: no cache.
     DecapFlowCache* decap_flows = nullptr;
@@ -300,9 +300,14 @@ class BurstCounters {
             const bool cnp = e.bth_opcode() == kBthOpcodeCnp;
             if (cnp)
                 cc_.tunnel[kDecap ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].add(n);
-            if (bs.flows != nullptr)
-                bs.flows->add4(bs.flow_runs, e.roce_addrs(), e.run_qp, notes.tunnel_id, kDecap, n,
-                               ip_bytes, cnp ? n : 0, bs.now_tsc);
+            if (bs.flows != nullptr) {
+                if (const uint8_t* a6 = e.roce_addrs6(); unlikely(a6 != nullptr))
+                    bs.flows->add6(bs.flow_runs, a6, e.run_qp, notes.tunnel_id, kDecap, n, ip_bytes,
+                                   cnp ? n : 0, bs.now_tsc);
+                else
+                    bs.flows->add4(bs.flow_runs, e.roce_addrs(), e.run_qp, notes.tunnel_id, kDecap,
+                                   n, ip_bytes, cnp ? n : 0, bs.now_tsc);
+            }
         }
         e.run_n = 0;
         if constexpr (kDecap)
@@ -358,13 +363,13 @@ inline bool send_too_big(const Snapshot& s, uint16_t rx_port, rte_mbuf* m, uint1
     return true;
 }
 
-// The direction's flow-cache hit (decap_hit(), encap_hit()).
-template <bool kOuter>
+// The direction's flow-cache hit (decap_hit(), encap_hit<kV6>()).
+template <bool kOuter, bool kV6>
 [[gnu::always_inline]] inline auto flow_cache_hit(uint16_t rx_port, Frame& f, BurstState& bs) {
     if constexpr (kOuter)
         return decap_fast::decap_hit(rx_port, f, *bs.decap_flows);
     else
-        return encap_fast::encap_hit(rx_port, f, *bs.encap);
+        return encap_fast::encap_hit<kV6>(rx_port, f, *bs.encap);
 }
 
 // Whether the direction's flow cache may hit in this burst: it has one, and (decap) it may hold
@@ -405,8 +410,9 @@ struct NoObserver {
 //
 // kPlain: the burst's invariants the loop would otherwise test on every packet, settled once by
 // process_burst(): the direction has a flow cache that may hold flows, and no port is shaped (so
-// no hit is queued). Without it the same loop tests both per packet.
-template <bool kOuter, bool kPlain, typename Sink, typename Observer>
+// no hit is queued). Without it the same loop tests both per packet. kV6: the encap cache may
+// hold IPv6 flows (EncapCache::v6), so its hits look for them too (encap_hit<true>()).
+template <bool kOuter, bool kPlain, bool kV6 = false, typename Sink, typename Observer>
 inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, uint16_t n,
                               WorkerStats& st, BurstState& bs, Sink&& sink, Observer&& observe) {
     uint64_t rx_bytes = 0;
@@ -430,7 +436,7 @@ inline void process_burst_dir(const Snapshot& s, uint16_t rx_port, rte_mbuf** pk
         if (likely(cached && m->nb_segs == 1)) {
             Frame f{rte_pktmbuf_mtod(m, uint8_t*), m->data_len, rte_pktmbuf_headroom(m),
                     kOuter ? rx_cksum_bits(m->ol_flags) : uint8_t{0}};
-            const auto h = flow_cache_hit<kOuter>(rx_port, f, bs);
+            const auto h = flow_cache_hit<kOuter, kV6>(rx_port, f, bs);
             if (likely(h.flow != nullptr)) {
                 const auto& e = *h.flow;
                 frame_to_mbuf(f, m);
@@ -541,10 +547,18 @@ inline void process_burst(const Snapshot& s, uint16_t rx_port, rte_mbuf** pkts, 
     for (uint16_t done = 0; done < n;) {
         const auto k = static_cast<uint16_t>(std::min<int>(n - done, kBurst));
         if (s.ports[rx_port].role == PortRole::inner) {
-            if (bind_burst<false>(s, st, bs) && s.shaped_ports == 0)
+            const bool plain = bind_burst<false>(s, st, bs) && s.shaped_ports == 0;
+            const bool v6 = bs.encap != nullptr && bs.encap->v6;
+            if (plain && !v6)
                 process_burst_dir<false, true>(s, rx_port, pkts + done, k, st, bs, sink, observe);
-            else
+            else if (plain)
+                process_burst_dir<false, true, true>(s, rx_port, pkts + done, k, st, bs, sink,
+                                                     observe);
+            else if (!v6)
                 process_burst_dir<false, false>(s, rx_port, pkts + done, k, st, bs, sink, observe);
+            else
+                process_burst_dir<false, false, true>(s, rx_port, pkts + done, k, st, bs, sink,
+                                                      observe);
         } else {
             if (bind_burst<true>(s, st, bs) && s.shaped_ports == 0)
                 process_burst_dir<true, true>(s, rx_port, pkts + done, k, st, bs, sink, observe);

@@ -61,6 +61,7 @@ struct alignas(64) DecapFlow {
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(inner_rest >> 40); }  // The key's.
     uint64_t roce_addrs() const { return inner_addrs; }  // The conversation's (FlowTable::add4()).
+    const uint8_t* roce_addrs6() const { return nullptr; }  // Inner IPv6 is not cached here.
 };
 static_assert(sizeof(DecapFlow) == 128, "two cache lines an entry");
 static_assert(kMaxPorts <= 256, "DecapFlow::out_port");

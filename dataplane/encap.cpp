@@ -292,20 +292,26 @@ template <bool kV6>
         encap_write<false>(t, f, tags, inner_len, tos, dscp, hash, nh_mac, v.tx_udp6_cksum);
 }
 
-// Records what the slow way decided for the flow of `pp` (IPv4, encapsulated through tunnel
-// `t` with inner TOS `tos`, outer DSCP `dscp`, notes `n` and entropy `hash`) in its set `set`:
-// the way it had, else the first, its entry moved to the second (fill_way()).
+// Records what the slow way decided for the flow of `pp` (encapsulated through tunnel `t` with
+// inner TOS `tos`, outer DSCP `dscp`, notes `n` and entropy `hash`) in its set of `c`: the way it
+// had, else the first, its entry moved to the second (fill_way()). `addrs6`: an IPv6 flow's source
+// and destination (32 bytes), none for IPv4.
 // The arguments are values: a ParsedPacket passed by reference would have to live in memory.
-__attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, const Snapshot& s,
-                                          const TunnelConf& t, const PacketNotes& n,
-                                          uint32_t max_ip_len, uint8_t tos, uint8_t dscp,
-                                          uint32_t hash, uint64_t nh_mac) {
+__attribute__((noinline)) void encap_fill(EncapCache& c, const EncapKey& k, const uint8_t* addrs6,
+                                          const Snapshot& s, const TunnelConf& t,
+                                          const PacketNotes& n, uint32_t max_ip_len, uint8_t tos,
+                                          uint8_t dscp, uint32_t hash, uint64_t nh_mac) {
     static_assert(EncapCache::kWays == 2);
+    c.v6 = c.v6 || addrs6 != nullptr;
     EncapFlow& e = fill_way(
-        set, [&k](const EncapFlow& f) { return encap_flow_is(f, k); },
+        encap_flow_set(c, k),
+        [&k, addrs6](const EncapFlow& f) {
+            return addrs6 != nullptr ? encap_flow_is6(f, k, addrs6) : encap_flow_is(f, k);
+        },
         [](const EncapFlow& f) { return f.rest != 0; });
     e.addrs = k.addrs;
     e.rest = k.rest;
+    if (addrs6 != nullptr) std::memcpy(e.addrs6.data(), addrs6, e.addrs6.size());
     e.tunnel = &t;
     e.path_mtu = &t.path->mtu;
     e.neighbor = t.neighbor >= 0 ? &s.neighbors->at(static_cast<size_t>(t.neighbor)).mac : nullptr;
@@ -317,9 +323,12 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, con
     e.roce = n.roce_bth != nullptr;
     e.offload = t.outer_v6 && t.tx_udp_offload && !t.udp6_zero_csum_tx;  // outer_lengths<true>()
     e.out_port = t.outer_port;
-    // The key's TOS is the one received; the frame's first IP byte is 0x45 (plain_ipv4_udp()).
+    // The key's TOS is the one received; an IPv4 frame's first IP byte is 0x45 (plain_ipv4_udp()).
+    // IPv6 has no header checksum: 1 says only that the traffic class changes.
     const auto tos_in = static_cast<uint8_t>(k.rest >> 32);
-    e.tos_delta = tos_in == tos ? 0 : ipv4_tos_csum_delta(0x45, tos_in, tos);
+    e.tos_delta = tos_in == tos       ? 0
+                  : addrs6 != nullptr ? 1
+                                      : ipv4_tos_csum_delta(0x45, tos_in, tos);
     e.hdr.fill(0);
     if (t.outer_v6) {
         e.hdr_len = outer_hdr_len<true>();
@@ -334,11 +343,11 @@ __attribute__((noinline)) void encap_fill(EncapFlow* set, const EncapKey& k, con
 // encap_plain() for one inner family: a separate instance each, so that the IPv4 one carries
 // nothing of IPv6's (its longer addresses and the out-of-line rte_lpm6_lookup() cost the IPv4
 // path registers, spills and a failed store-to-load forwarding when they shared a body).
-// IPv4: `set` is the set of key `key` in the worker's EncapCache, where it missed (none: no
-// cache); a success fills it.
+// `cache`: the worker's EncapCache, where key `key` missed (none: no cache); a success fills its
+// entry.
 template <bool kV6>
 __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx_port, Frame& f,
-                                                  Outcome& o, EncapFlow* set = nullptr,
+                                                  Outcome& o, EncapCache* cache = nullptr,
                                                   const EncapKey* key = nullptr) {
     Verdict& v = o;
     PacketNotes& n = o;
@@ -366,37 +375,40 @@ __attribute__((noinline)) bool encap_plain_family(const Snapshot& s, uint16_t rx
     const uint8_t tos = mark_inner < kV6 ? 6 : 4 > (s, pp, cls, f.data, n);
     const uint8_t dscp = inherited_dscp(port, cls, tos);
     encap_tail(t, tunnel_idx, pp, f, 0, inner_len, tos, dscp, nh_mac, v, n);
-    if constexpr (!kV6) {
-        if (set != nullptr)
-            encap_fill(set, *key, s, t, n, port.plain_mtu, tos, dscp, flow_hash_inline(pp), nh_mac);
-    }
+    // The inner addresses have not moved (no tags here; a routed LAN rewrites only the MACs).
+    if (cache != nullptr)
+        encap_fill(*cache, *key, kV6 ? pp.src : nullptr, s, t, n, port.plain_mtu, tos, dscp,
+                   flow_hash_inline(pp), nh_mac);
     return true;
 }
 
 }  // namespace
 
-// Everything but a hit: IPv6, a frame that is not of the cache's form, no cache, a miss (the
-// entry filled when the frame is taken). Its own body, reached by a tail call from
-// encap_plain(), so that the hit's saves no registers for it.
+// Everything but a hit: a frame that is not of the cache's form, no cache, a miss (the entry
+// filled when the frame is taken). Its own body, reached by a tail call from encap_plain(), so
+// that the hit's saves no registers for it.
 __attribute__((noinline)) bool encap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o,
                                           EncapCache* cache) {
-    if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6)
-        return encap_plain_family<true>(s, rx_port, f, o);
     EncapKey key;
     uint32_t ip_len;
     bool bth;
     // Not that form: a short frame the parse may take uncached, or one it declines.
+    if (f.len >= kEthLen && load16(f.data + kEthTypeOff) == kEtherTypeIpv6) {
+        if (cache == nullptr || !encap_raw_key6(f.data, f.len, rx_port, key, ip_len, bth))
+            return encap_plain_family<true>(s, rx_port, f, o);
+        return encap_plain_family<true>(s, rx_port, f, o, cache, &key);
+    }
     if (cache == nullptr || !encap_raw_key(f.data, f.len, rx_port, key, ip_len, bth))
         return encap_plain_family<false>(s, rx_port, f, o);
-    return encap_plain_family<false>(s, rx_port, f, o, encap_flow_set(*cache, key), &key);
+    return encap_plain_family<false>(s, rx_port, f, o, cache, &key);
 }
 
 void encap_hit_outcome(const EncapFlow& e, const Frame& f, Outcome& o) {
     PacketNotes& n = o;
     n = e.notes;
-    if (e.roce) {  // note_roce() for the untagged IPv4 frame behind the outer headers.
+    if (e.roce) {  // note_roce() for the untagged IP frame behind the outer headers.
         n.roce_l3 = f.data + e.hdr_len + kEthLen;
-        n.roce_bth = f.data + e.hdr_len + kEthLen + kIpv4Len + kUdpLen;
+        n.roce_bth = n.roce_l3 + (e.inner_v6() ? kIpv6Len : kIpv4Len) + kUdpLen;
     }
     o.out_port = e.out_port;
     o.tx_udp6_cksum = e.offload;

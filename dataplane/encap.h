@@ -5,16 +5,19 @@
 
 namespace dscpgw {
 
-// What the shortcut decided for one inner IPv4 flow, so that its next packets skip the
+// What the shortcut decided for one inner IPv4 or IPv6 flow, so that its next packets skip the
 // classification, the route lookup, the tunnel's checks and the outer header's assembly (OVS's
 // exact-match cache, for one direction). The key is everything of the packet those steps read:
-// the addresses, the UDP ports, the TOS, the BTH opcode and the receiving port. What can change
-// without a new snapshot is checked again on every hit: the packet's length against the port's
-// plain MTU and the tunnel's live path MTU, the headroom, and the next hop's MAC.
+// the addresses, the UDP ports, the TOS (traffic class), the BTH opcode and the receiving port.
+// What can change without a new snapshot is checked again on every hit: the packet's length
+// against the port's plain MTU and the tunnel's live path MTU, the headroom, and the next hop's
+// MAC.
 struct alignas(64) EncapFlow {
-    uint64_t addrs = 0;  // Key: the IPv4 source and destination as they lie in the packet.
+    // Key: the IPv4 source and destination as they lie in the packet; IPv6: a digest of its
+    // source and destination (encap_raw_key6()), which `addrs6` holds whole.
+    uint64_t addrs = 0;
     // Key: the UDP ports as in the packet | TOS << 32 | BTH opcode << 40 (0 without a BTH) |
-    // receiving port << 48 | 1 << 63; 0: a free entry.
+    // receiving port << 48 | inner IPv6 << 62 | 1 << 63; 0: a free entry.
     uint64_t rest = 0;
     const TunnelConf* tunnel = nullptr;
     const std::atomic<uint32_t>* path_mtu = nullptr;  // The tunnel's.
@@ -29,8 +32,8 @@ struct alignas(64) EncapFlow {
     uint8_t hdr_len = 0;   // Of the outer headers: 50 (IPv4) or 70 (IPv6).
     bool roce = false;     // The flow carries a BTH (UDP 4791).
     bool offload = false;  // The device sums the outer UDP datagram (IPv6, tx_udp_offload).
-    // The inner header checksum's change for the key's TOS -> tos (wire::ipv4_tos_csum_delta()),
-    // 0 when marking leaves the TOS as it came.
+    // IPv4: the inner header checksum's change for the key's TOS -> tos
+    // (wire::ipv4_tos_csum_delta()); IPv6: 1. Both 0 when marking leaves the TOS as it came.
     uint16_t tos_delta = 0;
     uint16_t out_port = 0;  // The tunnel's outer port.
     // The burst loop's run of this flow's hits (burst.h: EncapRuns), not yet counted: their
@@ -47,24 +50,33 @@ struct alignas(64) EncapFlow {
     // into the high (above).
     uint64_t run_bytes = 0;
 
+    // IPv6: the source and destination as they lie in the packet (the key's `addrs` is their
+    // digest), in a line of their own that only an IPv6 hit reads.
+    alignas(64) std::array<uint8_t, 32> addrs6{};
+
     uint32_t run_ip_bytes() const { return static_cast<uint32_t>(run_bytes); }
     uint32_t run_in_bytes() const { return static_cast<uint32_t>(run_bytes >> 32); }
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(rest >> 40); }  // The key's.
-    uint64_t roce_addrs() const { return addrs; }  // The conversation's (FlowTable::add4()).
+    bool inner_v6() const { return (rest >> 62 & 1) != 0; }                  // The key's.
+    // The conversation's addresses: IPv4's (FlowTable::add4()), or IPv6's (FlowTable::add6()),
+    // none for IPv4.
+    uint64_t roce_addrs() const { return addrs; }
+    const uint8_t* roce_addrs6() const { return inner_v6() ? addrs6.data() : nullptr; }
 };
 
 // A worker's EncapFlows: two-way sets chosen by a hash of the key (a new flow takes the first
 // way, its entry moving to the second and pushing the older out), bound to one snapshot
-// (generation and address): encap_plain() empties it when handed another. 48 KB, of which a
+// (generation and address): encap_plain() empties it when handed another. 64 KB, of which a
 // worker touches what its flows use.
 struct EncapCache {
     static constexpr unsigned kSetBits = 7, kWays = 2;
     const Snapshot* snap = nullptr;
     uint64_t generation = 0;
+    bool v6 = false;  // An IPv6 flow was filled since the cache was last emptied.
     EncapFlow flow[kWays << kSetBits];
 };
-static_assert(sizeof(EncapFlow) == 192, "three cache lines an entry");
+static_assert(sizeof(EncapFlow) == 256, "three cache lines an entry, and IPv6's addresses");
 
 using EncapHit = CacheHit<EncapFlow>;  // What encap_fast::encap_hit() found.
 

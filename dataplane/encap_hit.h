@@ -5,6 +5,7 @@
 #include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 
+#include <bit>
 #include <cstring>
 
 #include "dataplane/cksum.h"
@@ -99,7 +100,7 @@ template <bool kV6>
     f.len = hdr_len + inner_len;
 }
 
-// The EncapCache key of an untagged IPv4 UDP frame (encap_raw_key()).
+// The EncapCache key of an untagged IPv4 or IPv6 UDP frame (encap_raw_key(), encap_raw_key6()).
 struct EncapKey {
     uint64_t addrs, rest;
 };
@@ -116,10 +117,21 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
     return e.addrs == k.addrs && e.rest == k.rest;
 }
 
-// An EncapFlow hit: what encap_plain_family() would do to the frame, from the entry, once the
-// per-packet checks pass (`ip_len`: the frame's IPv4 total length; its TOS is the key's). The
-// notes and verdict are the entry's (encap_hit_outcome()). False (nothing written): the slow way
-// decides (and refills the entry).
+// The same for an IPv6 key, whose `addrs` is a digest: the source and destination at `a` (32
+// bytes, as they lie in the packet) against the entry's.
+inline bool encap_flow_is6(const EncapFlow& e, const EncapKey& k, const uint8_t* a) {
+    uint64_t x[4], y[4];
+    std::memcpy(x, a, sizeof x);
+    std::memcpy(y, e.addrs6.data(), sizeof y);
+    return encap_flow_is(e, k) &
+           (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0);
+}
+
+// An EncapFlow hit: what encap_plain_family<kV6>() would do to the frame, from the entry, once the
+// per-packet checks pass (`ip_len`: the frame's IP length, IPv4's total length or IPv6's 40 +
+// payload length; its TOS is the key's). The notes and verdict are the entry's
+// (encap_hit_outcome()). False (nothing written): the slow way decides (and refills the entry).
+template <bool kV6>
 [[gnu::always_inline]] inline bool encap_cached(const EncapFlow& e, uint32_t ip_len, Frame& f) {
     const uint32_t hdr_len = e.hdr_len;
     // The outer IP packet is the outer headers but Ethernet, and the inner frame with its own.
@@ -129,7 +141,12 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
     if (e.neighbor != nullptr && e.neighbor->load(std::memory_order_relaxed) != e.nh_mac)
         return false;
     const TunnelConf& t = *e.tunnel;
-    if (e.tos_delta != 0) set_ipv4_tos_delta(f.data + kEthLen, e.tos, e.tos_delta);
+    if (e.tos_delta != 0) {
+        if constexpr (kV6)
+            set_ipv6_tclass(f.data + kEthLen, e.tos);  // No header checksum to mend.
+        else
+            set_ipv4_tos_delta(f.data + kEthLen, e.tos, e.tos_delta);
+    }
     const uint32_t inner_len = kEthLen + ip_len;
     bool offload = false;  // The entry's (encap_fill()).
     if (hdr_len == outer_hdr_len<false>()) {
@@ -154,7 +171,7 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
 [[gnu::always_inline]] inline bool encap_raw_key(const uint8_t* d, uint32_t len, uint16_t rx_port,
                                                  EncapKey& k, uint32_t& ip_len, bool& bth) {
     static_assert(kEthLen + kIpv4Len + kUdpLen + kBthLen == 54);
-    static_assert(kMaxPorts < (1u << 15), "the receiving port takes bits 48-62 of the key");
+    static_assert(kMaxPorts < (1u << 14), "the receiving port takes bits 48-61 of the key");
     if (len < kEthLen + kIpv4Len + kUdpLen + kBthLen || !plain_ipv4_udp(d)) return false;
     const uint32_t total = load16(d + kEthLen + kIpv4TotalLenOff);
     const uint8_t* udp = d + kEthLen + kIpv4Len;
@@ -173,33 +190,88 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
     return true;
 }
 
+// The EncapCache key of an untagged IPv6 UDP frame without extension headers, read straight from
+// its bytes with the checks of parse_plain_udp_family<true>(), as encap_raw_key() for IPv4: the
+// key's `addrs` is a digest of the source and destination (each 64-bit word rotated apart, so
+// that addresses alike in their prefixes or in their ends do not cancel), the rest as IPv4's with
+// the traffic class for the TOS and bit 62 set. For frames of at least 74 bytes (the least an
+// IPv6 RoCEv2 frame has). `ip_len`: 40 + the payload length.
+[[gnu::always_inline]] inline bool encap_raw_key6(const uint8_t* d, uint32_t len, uint16_t rx_port,
+                                                  EncapKey& k, uint32_t& ip_len, bool& bth) {
+    static_assert(kEthLen + kIpv6Len + kUdpLen + kBthLen == 74);
+    static_assert(kMaxPorts < (1u << 14), "the receiving port takes bits 48-61 of the key");
+    if (len < kEthLen + kIpv6Len + kUdpLen + kBthLen || !plain_ipv6_udp(d)) return false;
+    const uint8_t* ip = d + kEthLen;
+    const uint32_t total = kIpv6Len + load16(ip + kIpv6PayloadLenOff);
+    const uint8_t* udp = ip + kIpv6Len;
+    bth = load16(udp + 2) == kRoceV2Port;
+    // As encap_raw_key(): least <= total <= len - kEthLen in one unsigned compare.
+    const uint32_t least = kIpv6Len + kUdpLen + (bth ? kBthLen : 0);
+    if (total - least > len - kEthLen - least) return false;
+    uint64_t a[4];
+    std::memcpy(a, ip + kIpv6SrcOff, sizeof a);  // Source and destination, contiguous.
+    k.addrs = a[0] ^ std::rotl(a[1], 16) ^ std::rotl(a[2], 32) ^ std::rotl(a[3], 48);
+    uint32_t ports;
+    std::memcpy(&ports, udp, sizeof ports);
+    const uint64_t op = bth ? udp[kUdpLen] : 0;
+    k.rest = uint64_t{ports} | uint64_t{ipv6_tclass(ip)} << 32 | op << 40 |
+             uint64_t{rx_port} << 48 | uint64_t{3} << 62;
+    ip_len = total;
+    return true;
+}
+
 // Empties `c` when it was filled under another snapshot than `s` (another address or generation):
 // once a burst, before encap_hit().
 inline void encap_cache_bind(EncapCache& c, const Snapshot& s) {
-    if (unlikely(rebind(c, s)))
+    if (unlikely(rebind(c, s))) {
         for (EncapFlow& e : c.flow) e.rest = 0;
+        c.v6 = false;
+    }
+}
+
+// encap_hit() once the frame's key `key` is read (encap_raw_key(), or encap_raw_key6() for kV6).
+template <bool kV6>
+[[gnu::always_inline]] inline EncapHit encap_hit_key(Frame& f, EncapCache& cache,
+                                                     const EncapKey& key, uint32_t ip_len,
+                                                     bool bth) {
+    constexpr uint32_t l4_off = kEthLen + (kV6 ? kIpv6Len : kIpv4Len);
+    EncapFlow* set = encap_flow_set(cache, key);
+    EncapFlow* e;
+    if constexpr (kV6) {
+        const uint8_t* a = f.data + kEthLen + kIpv6SrcOff;
+        e = encap_flow_is6(set[0], key, a)   ? &set[0]
+            : encap_flow_is6(set[1], key, a) ? &set[1]
+                                             : nullptr;
+    } else {
+        e = encap_flow_is(set[0], key) ? &set[0] : encap_flow_is(set[1], key) ? &set[1] : nullptr;
+    }
+    if (e == nullptr) return {};
+    // As it lies, as FlowTable::add() reads it; within the frame (the key took at least 54 or 74
+    // bytes). Read before the headers move; 0 without a BTH (a mask, not a branch).
+    uint32_t qp;
+    std::memcpy(&qp, f.data + l4_off + kUdpLen + 4, sizeof qp);
+    qp &= -static_cast<uint32_t>(bth);
+    if (!encap_cached<kV6>(*e, ip_len, f)) return {};
+    return {e, ip_len, qp};
 }
 
 // An EncapCache hit of frame `f`: the frame encapsulated from its flow's entry when it is of the
 // cache's form, cached, and the entry's per-packet checks pass; else nothing written and no flow
-// returned. It fills no entry. The cache must be bound to `s` (encap_cache_bind()).
+// returned. It fills no entry. The cache must be bound to `s` (encap_cache_bind()). IPv4 first,
+// then, with kV6, IPv6: the burst loop has an instance without it for a cache that holds no IPv6
+// flow (EncapCache::v6), as IPv6's registers cost the IPv4 hit five instructions a packet.
+template <bool kV6 = true>
 [[gnu::always_inline]] inline EncapHit encap_hit(uint16_t rx_port, Frame& f, EncapCache& cache) {
     EncapKey key;
     uint32_t ip_len;
     bool bth;
-    if (!encap_raw_key(f.data, f.len, rx_port, key, ip_len, bth)) return {};
-    EncapFlow* set = encap_flow_set(cache, key);
-    EncapFlow* e = encap_flow_is(set[0], key)   ? &set[0]
-                   : encap_flow_is(set[1], key) ? &set[1]
-                                                : nullptr;
-    if (e == nullptr) return {};
-    // As it lies, as FlowTable::add() reads it; within the frame (encap_raw_key() took at least
-    // 54 bytes). Read before the headers move; 0 without a BTH (a mask, not a branch).
-    uint32_t qp;
-    std::memcpy(&qp, f.data + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);
-    qp &= -static_cast<uint32_t>(bth);
-    if (!encap_cached(*e, ip_len, f)) return {};
-    return {e, ip_len, qp};
+    if (likely(encap_raw_key(f.data, f.len, rx_port, key, ip_len, bth)))
+        return encap_hit_key<false>(f, cache, key, ip_len, bth);
+    if constexpr (kV6) {
+        if (encap_raw_key6(f.data, f.len, rx_port, key, ip_len, bth))
+            return encap_hit_key<true>(f, cache, key, ip_len, bth);
+    }
+    return {};
 }
 
 }  // namespace dscpgw::encap_fast

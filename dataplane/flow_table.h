@@ -189,11 +189,18 @@ class FlowTable {
 
     // Worker: counts `n` packets of one IPv4 RoCE conversation at once (`bytes` their IP
     // lengths, `cnps` of them CNPs): `addrs` the source and destination as they lie in the
-    // packet, `qp_raw` the BTH's bytes 4..7 as they lie. The burst loop's encap hits (burst.h).
+    // packet, `qp_raw` the BTH's bytes 4..7 as they lie. The flow caches' hits (burst.h).
     void add4(FlowRuns& runs, uint64_t addrs, uint32_t qp_raw, int16_t tunnel, bool decap,
               uint32_t n, uint64_t bytes, uint32_t cnps, uint64_t now) {
         FlowRun& run = runs.run[(qp_raw >> 24) & (FlowRuns::kEntries - 1)];
         count4(run, addrs, tag_of(qp_raw, tunnel, decap), n, bytes, cnps, now);
+    }
+
+    // Worker: the same for IPv6, `addrs` the source and destination (32 bytes) as they lie.
+    void add6(FlowRuns& runs, const uint8_t* addrs, uint32_t qp_raw, int16_t tunnel, bool decap,
+              uint32_t n, uint64_t bytes, uint32_t cnps, uint64_t now) {
+        FlowRun& run = runs.run[(qp_raw >> 24) & (FlowRuns::kEntries - 1)];
+        count6(run, addrs, tag_of(qp_raw, tunnel, decap), n, bytes, cnps, now);
     }
 
     // Worker: writes every conversation of `runs` to the table (the end of a burst). A scan of
@@ -311,17 +318,23 @@ class FlowTable {
     // add() for an IPv6 packet, `tag` without the IPv4 bit.
     __attribute__((noinline)) void add_v6(FlowRun& run, const uint8_t* l3, uint64_t tag, bool cnp,
                                           uint64_t now) {
+        count6(run, l3 + 8, tag, 1, 40 + static_cast<uint32_t>(l3[4] << 8 | l3[5]), cnp, now);
+    }
+
+    // add_v6() and add6() for the IPv6 source and destination at `addrs` (32 bytes) in `run`.
+    [[gnu::always_inline]] void count6(FlowRun& run, const uint8_t* addrs, uint64_t tag, uint32_t n,
+                                       uint64_t bytes, uint32_t cnps, uint64_t now) {
         uint64_t a[4];
-        std::memcpy(a, l3 + 8, 32);
+        std::memcpy(a, addrs, 32);
         if (((a[0] ^ run.w[0]) | (a[1] ^ run.w[1]) | (a[2] ^ run.w[2]) | (a[3] ^ run.w[3]) |
              (tag ^ run.tag)) != 0) {
             flush(run, now);
             std::memcpy(run.w, a, 32);
             run.tag = tag;
         }
-        ++run.n;
-        run.bytes += 40 + static_cast<uint32_t>(l3[4] << 8 | l3[5]);
-        run.cnps += cnp;
+        run.n += n;
+        run.bytes += bytes;
+        run.cnps += cnps;
     }
 
     static void bump(FlowSlot& s, int16_t tunnel, bool decap, uint64_t pkts, uint64_t bytes,

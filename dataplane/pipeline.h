@@ -161,7 +161,7 @@ Flow& fill_way(Flow* set, Has has, Used used) {
 // the common frame in front of a general path; both fill `notes` afresh.
 // `qos`: the QoS stage's time and the worker's flow rates (qos.h); none: the TSC now, and
 // `adaptive` rules see no rates.
-// `ecache`: the worker's exact-match cache of inner IPv4 flows (encap.h), or none.
+// `ecache`: the worker's exact-match cache of inner IP flows (encap.h), or none.
 Verdict process_inner(const Snapshot& s, uint16_t rx_port, Frame& f, PacketNotes& notes,
                       const QosClock* qos = nullptr, EncapCache* ecache = nullptr);
 // `dflows`: the worker's exact-match cache of tunnelled IPv4 flows (decap.h), or none.

@@ -52,7 +52,7 @@ type = "vxlan"
 vni = 200
 remote = "2001:db8:18::99"
 next_hop_mac = "02:00:00:00:00:fd"
-routes = ["10.30.0.0/16"]
+routes = ["10.30.0.0/16", "fd00:30::/48"]
 ttl = 9
 
 [[tunnels]]
@@ -685,6 +685,110 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
         EXPECT_EQ(run(*snap, edges[std::size(edges) - 1].frame, nullptr).v.drop, DropReason::none)
             << "the short UDP frame is forwarded";
         EXPECT_EQ(used(), before) << "none of them took an entry";
+    }
+    // Inner IPv6, from a key of its own (the addresses whole in the entry, a digest of them in
+    // the key): the same answers as the slow way, filling and hitting, over either underlay.
+    {
+        const size_t before = used();
+        const std::vector<Bytes> flows6 = {
+            roce6("fd00:10::1", "fd00:20::1", 0x02),         // Marked 26, Geneve over IPv4.
+            roce6("fd00:10::1", "fd00:20::1", 26 << 2 | 1),  // Already 26.
+            roce6("fd00:10::2", "fd00:30::1", 0x01, 0x81),   // A CNP, VXLAN over IPv6.
+            roce6("fd00:10::3", "fd00:30::7", 0x00, 0x0a),   // Data, marked 26.
+            PacketBuilder()
+                .eth()
+                .ipv6("fd00:10::7", "fd00:20::9", 0x28)
+                .udp(1234, 5678)
+                .payload(64)
+                .build(),
+        };
+        for (const Bytes& in : flows6) {
+            const Run slow = run(*snap, in, nullptr);
+            ASSERT_EQ(slow.v.drop, DropReason::none);
+            EXPECT_TRUE(same(run(*snap, in, &cache), slow)) << "filling";
+            EXPECT_TRUE(same(run(*snap, in, &cache), slow)) << "hitting";
+        }
+        EXPECT_EQ(used(), before + flows6.size()) << "one entry an IPv6 flow";
+        // Another length and hop limit on a cached flow: the rest is the packet's.
+        Bytes longer6 = PacketBuilder()
+                            .eth()
+                            .ipv6("fd00:10::1", "fd00:20::1", 0x02)
+                            .udp(49152, 4791)
+                            .bth(4)
+                            .payload(900)
+                            .build();
+        longer6[21] = 3;  // Hop limit.
+        EXPECT_TRUE(same(run(*snap, longer6, &cache), run(*snap, longer6, nullptr)));
+        EXPECT_EQ(used(), before + flows6.size());
+        // A flow whose key (digest and the rest) equals a cached flow's: the source's bytes 0 and
+        // 14 changed so that the digest's two words change alike. It misses, takes an entry of
+        // its own, and the first flow keeps its own.
+        Bytes twin = flows6[0];
+        twin[22] ^= 1;
+        twin[36] ^= 1;
+        encap_fast::EncapKey k1, k2;
+        uint32_t len1, len2;
+        bool bth1, bth2;
+        ASSERT_TRUE(encap_fast::encap_raw_key6(
+            flows6[0].data(), static_cast<uint32_t>(flows6[0].size()), kLan, k1, len1, bth1));
+        ASSERT_TRUE(encap_fast::encap_raw_key6(twin.data(), static_cast<uint32_t>(twin.size()),
+                                               kLan, k2, len2, bth2));
+        ASSERT_EQ(k1.addrs, k2.addrs);
+        ASSERT_EQ(k1.rest, k2.rest);
+        const Run slow_twin = run(*snap, twin, nullptr);
+        const Run slow_first = run(*snap, flows6[0], nullptr);
+        ASSERT_EQ(slow_twin.v.drop, DropReason::none);
+        ASSERT_NE(Bytes(slow_twin.bytes.begin(), slow_twin.bytes.begin() + 50),
+                  Bytes(slow_first.bytes.begin(), slow_first.bytes.begin() + 50))
+            << "their outer headers differ (the entropy port), so a wrong hit would show";
+        EXPECT_TRUE(same(run(*snap, twin, &cache), slow_twin)) << "the twin, filling";
+        EXPECT_TRUE(same(run(*snap, twin, &cache), slow_twin)) << "the twin, hitting";
+        EXPECT_TRUE(same(run(*snap, flows6[0], &cache), slow_first)) << "the first, hitting";
+        EXPECT_EQ(used(), before + flows6.size() + 1);
+        // Frames the IPv6 parse would not take as plain untagged IPv6 UDP, with a cached flow's
+        // addresses, ports and traffic class: never a hit, no entry, the slow way's answer.
+        const size_t cached = used();
+        auto mutated6 = [&](size_t off, uint8_t value) {
+            Bytes b = flows6[0];
+            b[off] = value;
+            return b;
+        };
+        auto payload6 = [&](uint16_t len) {
+            Bytes b = flows6[0];
+            b[18] = static_cast<uint8_t>(len >> 8);
+            b[19] = static_cast<uint8_t>(len);
+            return b;
+        };
+        Bytes tagged6 = flows6[0];
+        const uint8_t tag[] = {0x81, 0x00, 0x00, 100};
+        tagged6.insert(tagged6.begin() + 12, std::begin(tag), std::end(tag));
+        const struct {
+            const char* what;
+            Bytes frame;
+        } edges6[] = {
+            {"hop-by-hop options", mutated6(20, 0)},
+            {"TCP", mutated6(20, 6)},
+            {"a fragment header", mutated6(20, 44)},
+            {"version 4 in an IPv6 frame", mutated6(14, 0x40)},
+            {"payload length without room for the BTH", payload6(8 + 11)},
+            {"payload length past the frame",
+             payload6(static_cast<uint16_t>(flows6[0].size() - 53))},
+            {"payload length below the UDP header", payload6(7)},
+            {"802.1Q tag", tagged6},
+            {"73 bytes", Bytes(flows6[0].begin(), flows6[0].begin() + 73)},
+        };
+        for (const auto& c : edges6) {
+            const Run slow = run(*snap, c.frame, nullptr);
+            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what;
+            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what << ", again";
+        }
+        EXPECT_EQ(used(), cached) << "none of them took an entry";
+        // The path MTU lowered under a cached IPv6 flow: too big, as the slow way says.
+        snap->tunnels[0].path->mtu.store(100);
+        const Run low6 = run(*snap, longer6, &cache);
+        EXPECT_EQ(low6.v.drop, DropReason::too_big);
+        EXPECT_TRUE(same(low6, run(*snap, longer6, nullptr)));
+        snap->tunnels[0].path->mtu.store(1600);
     }
     // Too little headroom and a frame over the port's MTU: the slow way answers, as without it.
     EXPECT_EQ(run(*snap, flows[0], &cache, 20).v.drop, run(*snap, flows[0], nullptr, 20).v.drop);
@@ -1474,7 +1578,7 @@ TEST(Offload, OuterIpv6UdpChecksumLeftToDevice) {
 // the device could have summed it, and nothing is left to the device.
 TEST(Offload, ZeroOuterIpv6UdpChecksumWhenTheTunnelSaysSo) {
     std::string text = kConfig;
-    const std::string key = "routes = [\"10.30.0.0/16\"]\nttl = 9\n";
+    const std::string key = "routes = [\"10.30.0.0/16\", \"fd00:30::/48\"]\nttl = 9\n";
     ASSERT_NE(text.find(key), std::string::npos);
     text.replace(text.find(key), key.size(), key + "udp6_zero_checksum_tx = true\n");
     for (const bool offload : {false, true}) {
