@@ -372,32 +372,42 @@ bool decap_parsed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Dec
 }
 
 // Records what the slow way decided for the flow of key `k` (its notes `n`, the frame as sent at
-// `out`, its IPv4 header at `ip`) in its set `set`, as encap_fill() does. A routed LAN's entry
-// keeps the host's neighbour slot and its reuse count (the slow way resolved the host just now;
-// found again, and nothing is filled when the control thread removed it meanwhile); a tagged LAN's
-// entry the tag the slow way pushed.
-__attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k, const Snapshot& s,
-                                          uint16_t rx_port, const PacketNotes& n,
+// `out`, its IPv4 or IPv6 header at `ip`) in its set of `c`, as encap_fill() does. A routed LAN's
+// entry keeps the host's neighbour slot and its reuse count (the slow way resolved the host just
+// now; found again, and nothing is filled when the control thread removed it meanwhile); a tagged
+// LAN's entry the tag the slow way pushed.
+__attribute__((noinline)) void decap_fill(DecapFlowCache& c, const DecapFlowKey& k,
+                                          const Snapshot& s, uint16_t rx_port, const PacketNotes& n,
                                           const uint8_t* out, const uint8_t* ip) {
     static_assert(DecapFlowCache::kWays == 2);
     const TunnelConf& t = s.tunnels[static_cast<size_t>(n.tunnel_id)];
     const PortConf& lan = s.ports[t.inner_port];
     const bool routed = lan.has_ipv4 || lan.has_ipv6;
-    const uint8_t* dst = ip + kIpv4DstOff;
+    const bool in6 = (k.w[4] & kKeyInner6) != 0;
+    const uint8_t family = in6 ? 6 : 4;
+    const uint8_t* dst = ip + (in6 ? kIpv6DstOff : kIpv4DstOff);
     int host = -1;
     uint32_t reuse = 0;
     if (routed) {
-        host = s.neighbors->find(4, t.inner_port, dst);
+        host = s.neighbors->find(family, t.inner_port, dst);
         if (host < 0) return;
         // remove() takes the key out of the index before it counts the reuse (release): a count
         // that is already the next one shows the key gone from the second lookup.
         reuse = s.neighbors->at(static_cast<size_t>(host)).reuse.load(std::memory_order_acquire);
-        if (s.neighbors->find(4, t.inner_port, dst) != host) return;
+        if (s.neighbors->find(family, t.inner_port, dst) != host) return;
     }
-    DecapFlow& e = fill_way(
-        set, [&k](const DecapFlow& f) { return decap_flow_is(f, k); },
-        [](const DecapFlow& f) { return f.outer_rest != 0; });
-    const uint8_t tos = ip[kIpv4TosOff];
+    const uint8_t* addrs6 = in6 ? ip + kIpv6SrcOff : nullptr;
+    const auto has = [&c, &k, addrs6](const DecapFlow& f) {
+        return addrs6 != nullptr ? decap_flow_is6(c, f, k, addrs6) : decap_flow_is(f, k);
+    };
+    const auto used = [](const DecapFlow& f) { return f.outer_rest != 0; };
+    DecapFlow* set = decap_flow_set(c, k);
+    // fill_way() moves the first way's entry to the second: its addresses go along.
+    if (!has(set[0]) && !has(set[1]) && used(set[0]))
+        std::memcpy(c.addrs6(set[1]), c.addrs6(set[0]), 32);
+    DecapFlow& e = fill_way(set, has, used);
+    const uint8_t tos = in6 ? ipv6_tclass(ip) : ip[kIpv4TosOff];
+    if (in6) std::memcpy(c.addrs6(e), addrs6, 32);
     e.outer_addrs = k.w[0];
     e.inner_addrs = k.w[1];
     e.inner_rest = k.w[2];
@@ -407,9 +417,10 @@ __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k,
     e.inner_mtu = t.inner_mtu;
     e.tos = tos;
     e.roce = n.roce_bth != nullptr;
-    // The key's inner TOS is the one received; the inner IP header's first byte is 0x45.
+    // The key's inner TOS is the one received; an inner IPv4 header's first byte is 0x45. IPv6
+    // has no header checksum: 1 says only that the traffic class changes.
     const auto tos_in = static_cast<uint8_t>(k.w[2] >> 32);
-    e.tos_delta = tos_in == tos ? 0 : ipv4_tos_csum_delta(0x45, tos_in, tos);
+    e.tos_delta = tos_in == tos ? 0 : in6 ? 1 : ipv4_tos_csum_delta(0x45, tos_in, tos);
     e.out_port = static_cast<uint8_t>(t.inner_port);
     e.notes = n;
     e.notes.roce_l3 = e.notes.roce_bth = nullptr;
@@ -424,20 +435,20 @@ __attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k,
     if (lan.vlan != 0) e.tci = load16(out + kEthLen);
 }
 
-// decap_slow() for a frame whose key decap_raw_key<kV6>() read: the slow way, and on a success
-// the flow's entry filled.
-template <bool kV6>
+// decap_slow() for a frame whose key decap_raw_key<kV6, kIn6>() read: the slow way, and on a
+// success the flow's entry filled.
+template <bool kV6, bool kIn6 = false>
 bool decap_slow_keyed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, DecapCache* cache,
                       DecapFlowCache& flows, const DecapFlowKey& key) {
     uint8_t* const d = f.data;
     if (!decap_parsed(s, rx_port, f, o, cache)) return false;
+    if constexpr (kIn6) flows.in6 = true;
     // The inner frame where the key read it (an eight-byte tunnel header; a tagged LAN's tag pushed
     // in front of it).
     const uint32_t tag =
         s.ports[s.tunnels[static_cast<size_t>(o.tunnel_id)].inner_port].vlan != 0 ? kVlanLen : 0;
     if (f.data + tag == d + kInnerOff<kV6>)
-        decap_fill(decap_flow_set(flows, key), key, s, rx_port, o, f.data,
-                   d + kInnerOff<kV6> + kEthLen);
+        decap_fill(flows, key, s, rx_port, o, f.data, d + kInnerOff<kV6> + kEthLen);
     return true;
 }
 
@@ -454,6 +465,10 @@ bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Decap
             return decap_slow_keyed<false>(s, rx_port, f, o, cache, *flows, key);
         if (flows->v6 && decap_raw_key<true>(f.data, f.len, rx_port, key, total, itotal, bth))
             return decap_slow_keyed<true>(s, rx_port, f, o, cache, *flows, key);
+        if (decap_raw_key<false, true>(f.data, f.len, rx_port, key, total, itotal, bth))
+            return decap_slow_keyed<false, true>(s, rx_port, f, o, cache, *flows, key);
+        if (flows->v6 && decap_raw_key<true, true>(f.data, f.len, rx_port, key, total, itotal, bth))
+            return decap_slow_keyed<true, true>(s, rx_port, f, o, cache, *flows, key);
     }
     return decap_parsed(s, rx_port, f, o, cache);
 }
@@ -461,9 +476,9 @@ bool decap_slow(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Decap
 void decap_hit_outcome(const DecapFlow& e, const Frame& f, Outcome& o) {
     PacketNotes& n = o;
     n = e.notes;
-    if (e.roce) {  // note_roce() for the IPv4 inner frame (behind a tagged LAN's tag).
+    if (e.roce) {  // note_roce() for the inner frame (behind a tagged LAN's tag).
         n.roce_l3 = f.data + e.l2_len();
-        n.roce_bth = f.data + e.l2_len() + kIpv4Len + kUdpLen;
+        n.roce_bth = n.roce_l3 + (e.inner_v6() ? kIpv6Len : kIpv4Len) + kUdpLen;
     }
     o.out_port = e.out_port;
 }

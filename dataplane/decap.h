@@ -7,7 +7,8 @@ namespace dscpgw {
 
 struct Neighbor;
 
-// What the shortcut decided for one flow of tunnelled IPv4 traffic over an IPv4 or IPv6 underlay,
+// What the shortcut decided for one flow of tunnelled IPv4 or IPv6 traffic over an IPv4 or IPv6
+// underlay,
 // so that its next packets skip both parses, the tunnel lookup, RFC 6040 and the DSCP policy (the
 // decap side of the EncapCache, encap.h). The key is everything of the frame those steps read:
 // the outer addresses (over IPv6 the source folded, below), TOS or traffic class and UDP
@@ -23,20 +24,22 @@ struct Neighbor;
 // leave with the entry's tag (the LAN's VLAN, the PCP its dscp_to_pcp gives the entry's DSCP).
 struct alignas(64) DecapFlow {
     // Key: the outer IPv4 source and destination (IPv6: the source's two halves XORed), the inner
-    // ones, as they lie in the frame.
+    // ones, as they lie in the frame (inner IPv6: a digest of them, which the cache's
+    // `inner_addrs6` holds whole).
     uint64_t outer_addrs = 0, inner_addrs = 0;
     // Key: the inner UDP ports as they lie | inner TOS << 32 | BTH opcode << 40 (0 without a BTH)
     // | outer TOS or traffic class << 48 | receiving port << 56.
     uint64_t inner_rest = 0;
     uint64_t tunnel_hdr = 0;  // Key: the VXLAN or Geneve header as it lies.
     // Key: the outer UDP destination port as it lies | an IPv6 underlay << 16 | its UDP checksum
-    // zero << 17 | 1 << 63 (decap_fast::kKeyV6 ...); 0: free.
+    // zero << 17 | inner IPv6 << 18 | 1 << 63 (decap_fast::kKeyV6 ...); 0: free.
     uint64_t outer_rest = 0;
     uint32_t port_mtu = 0;   // The receiving port's MTU: the outer IP length's limit.
     uint32_t inner_mtu = 0;  // The tunnel's: the inner IP length's limit.
     uint8_t tos = 0;         // The inner TOS sent.
     bool roce = false;       // The inner packet carries a BTH (UDP 4791).
-    // The inner header checksum's change for the key's inner TOS -> tos, 0 when it is kept.
+    // The inner IPv4 header checksum's change for the key's inner TOS -> tos (inner IPv6: 1), 0
+    // when it is kept.
     uint16_t tos_delta = 0;
     uint8_t out_port = 0;  // The tunnel's inner port.
     uint8_t lan = 0;       // kLanTransparent, kLanRouted (`host`... below) or kLanTagged (`tci`).
@@ -53,6 +56,8 @@ struct alignas(64) DecapFlow {
     std::array<uint8_t, 6> lan_mac{};
     uint16_t tci = 0;  // A tagged LAN: the 802.1Q tag's PCP and VLAN.
 
+    static constexpr uint64_t kKeyInner6 = uint64_t{1} << 18;  // In outer_rest.
+
     static constexpr uint8_t kLanTransparent = 0, kLanRouted = 1, kLanTagged = 2;
     // The frame's layer-2 header as it leaves: Ethernet, and a tagged LAN's 802.1Q tag.
     uint32_t l2_len() const {
@@ -60,22 +65,31 @@ struct alignas(64) DecapFlow {
     }
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(inner_rest >> 40); }  // The key's.
-    uint64_t roce_addrs() const { return inner_addrs; }  // The conversation's (FlowTable::add4()).
-    const uint8_t* roce_addrs6() const { return nullptr; }  // Inner IPv6 is not cached here.
+    bool inner_v6() const { return (outer_rest & kKeyInner6) != 0; }               // The key's.
+    // The conversation's IPv4 addresses (FlowTable::add4()); IPv6's: DecapFlowCache::addrs6().
+    uint64_t roce_addrs() const { return inner_addrs; }
 };
 static_assert(sizeof(DecapFlow) == 128, "two cache lines an entry");
 static_assert(kMaxPorts <= 256, "DecapFlow::out_port");
 
 // A worker's DecapFlows, as EncapCache: two-way sets chosen by a hash of the key, bound to one
-// snapshot (generation and address). 32 KB.
+// snapshot (generation and address). 40 KB.
 struct DecapFlowCache {
     static constexpr unsigned kSetBits = 7, kWays = 2;
     const Snapshot* snap = nullptr;
     uint64_t generation = 0;
     bool useful = false;  // Some tunnel's flows can be kept (decap_fast::decap_cache_bind()).
     bool v6 = false;      // Some tunnel's underlay is IPv6.
+    bool in6 = false;     // An inner IPv6 flow was filled since the cache was last emptied.
     const Neighbor* hosts = nullptr;  // The snapshot's neighbour slots (DecapFlow::host).
     DecapFlow flow[kWays << kSetBits];
+    // An inner IPv6 flow's source and destination as they lie, beside its entry of `flow` (the
+    // key's `inner_addrs` is their digest). Apart, so that the entries stay two lines: with a
+    // third, the IPv4 hit ran five instructions more (the set's address, and spills).
+    std::array<uint8_t, 32> inner_addrs6[kWays << kSetBits];
+
+    const uint8_t* addrs6(const DecapFlow& e) const { return inner_addrs6[&e - flow].data(); }
+    uint8_t* addrs6(const DecapFlow& e) { return inner_addrs6[&e - flow].data(); }
 };
 
 using DecapHit = CacheHit<DecapFlow>;  // What decap_fast::decap_hit() found.

@@ -5,6 +5,7 @@
 #include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 
+#include <bit>
 #include <cstring>
 
 #include "dataplane/cksum.h"
@@ -22,19 +23,22 @@ using namespace wire;
 
 // Where the inner frame starts behind the outer IP header (IPv4 without options, IPv6 without
 // extension headers), UDP and an eight-byte tunnel header, and the least frame the cache takes: an
-// inner RoCEv2 frame's headers (Ethernet, IPv4, UDP, BTH) behind that, so that every byte the key
-// reads is inside the frame.
+// inner RoCEv2 frame's headers (Ethernet, IPv4 or, kIn6, IPv6, UDP, BTH) behind that, so that
+// every byte the key reads is inside the frame.
 template <bool kV6>
 inline constexpr uint32_t kInnerOff = kEthLen + (kV6 ? kIpv6Len : kIpv4Len) + kUdpLen + 8;
-template <bool kV6>
-inline constexpr uint32_t kLeastFrame = kInnerOff<kV6> + kEthLen + kIpv4Len + kUdpLen + kBthLen;
+template <bool kV6, bool kIn6 = false>
+inline constexpr uint32_t kLeastFrame = kInnerOff<kV6> + kEthLen +
+                                        (kIn6 ? kIpv6Len : kIpv4Len) + kUdpLen + kBthLen;
 static_assert(kInnerOff<false> == 50 && kLeastFrame<false> == 104);
 static_assert(kInnerOff<true> == 70 && kLeastFrame<true> == 124);
+static_assert(kLeastFrame<false, true> == 124 && kLeastFrame<true, true> == 144);
 
 // DecapFlow::outer_rest beside the outer UDP destination port: an IPv6 underlay, its UDP
 // checksum zero, and the entry in use.
 inline constexpr uint64_t kKeyV6 = uint64_t{1} << 16;
 inline constexpr uint64_t kKeyZeroCsum = uint64_t{1} << 17;
+inline constexpr uint64_t kKeyInner6 = DecapFlow::kKeyInner6;  // The inner packet is IPv6.
 inline constexpr uint64_t kKeyUsed = uint64_t{1} << 63;
 
 // An IEEE 802.1 reserved destination (01-80-C2-00-00-0x): never forwarded by a bridge.
@@ -47,33 +51,37 @@ struct DecapFlowKey {
     uint64_t w[5];
 };
 
-// The key of a tunnelled IPv4 frame read straight from its bytes, with the checks of
-// decap_plain()'s two parses and length tests on the same words: both headers of the plain form
-// (plain_ipv4_udp() or plain_ipv6_udp() outside, plain_ipv4_udp() inside: EtherType, the version
-// without options or extension headers, UDP, no fragment), the outer IP packet within the frame,
-// the UDP datagram within it, the inner IP packet within the UDP payload behind an eight-byte
-// tunnel header, and at least its UDP header (and a BTH on the RoCEv2 port). Each length a 16-bit
-// field, so the sums do not wrap. An IPv6 underlay's key holds the outer source folded to eight
-// bytes and not the destination: a hit compares both whole (outer6_ok()). `total`, `itotal`: the
-// outer and inner IP lengths; `bth`: the inner packet is RoCEv2. False: the slow way decides.
-template <bool kV6>
+// The key of a tunnelled IPv4 (kIn6: IPv6) packet read straight from the frame's bytes, with the
+// checks of decap_plain()'s two parses and length tests on the same words: both headers of the
+// plain form (plain_ipv4_udp() or plain_ipv6_udp() on either side: EtherType, the version without
+// options or extension headers, UDP, no fragment), the outer IP packet within the frame, the UDP
+// datagram within it, the inner IP packet within the UDP payload behind an eight-byte tunnel
+// header, and at least its UDP header (and a BTH on the RoCEv2 port). Each length a 16-bit field
+// (an IPv6 one plus 40), so the sums do not wrap. An IPv6 underlay's key holds the outer source
+// folded to eight bytes and not the destination: a hit compares both whole (outer6_ok()); an
+// inner IPv6 packet's a digest of its addresses, as encap_raw_key6(), compared whole on a hit.
+// `total`, `itotal`: the outer and inner IP lengths; `bth`: the inner packet is RoCEv2. False: the
+// slow way decides.
+template <bool kV6, bool kIn6 = false>
 [[gnu::always_inline]] inline bool decap_raw_key(const uint8_t* d, uint32_t len, uint16_t rx_port,
                                                  DecapFlowKey& k, uint32_t& total, uint32_t& itotal,
                                                  bool& bth) {
     static_assert(kMaxPorts <= 256, "the receiving port takes bits 56-63 of the key");
     constexpr uint32_t hl = kV6 ? kIpv6Len : kIpv4Len;
-    if (len < kLeastFrame<kV6> || !(kV6 ? plain_ipv6_udp(d) : plain_ipv4_udp(d)) ||
-        !plain_ipv4_udp(d + kInnerOff<kV6>))
+    constexpr uint32_t ihl = kIn6 ? kIpv6Len : kIpv4Len;
+    if (len < kLeastFrame<kV6, kIn6> || !(kV6 ? plain_ipv6_udp(d) : plain_ipv4_udp(d)) ||
+        !(kIn6 ? plain_ipv6_udp(d + kInnerOff<kV6>) : plain_ipv4_udp(d + kInnerOff<kV6>)))
         return false;
     const uint8_t* ip = d + kEthLen;
     const uint8_t* udp = ip + hl;
     const uint8_t* inner_ip = d + kInnerOff<kV6> + kEthLen;
-    const uint8_t* inner_udp = inner_ip + kIpv4Len;
+    const uint8_t* inner_udp = inner_ip + ihl;
     total = kV6 ? kIpv6Len + load16(ip + kIpv6PayloadLenOff) : load16(ip + kIpv4TotalLenOff);
     const uint32_t udp_len = load16(udp + 4);
-    itotal = load16(inner_ip + kIpv4TotalLenOff);
+    itotal = kIn6 ? kIpv6Len + load16(inner_ip + kIpv6PayloadLenOff)
+                  : load16(inner_ip + kIpv4TotalLenOff);
     bth = load16(inner_udp + 2) == kRoceV2Port;
-    const uint32_t least = kIpv4Len + kUdpLen + (bth ? kBthLen : 0);
+    const uint32_t least = ihl + kUdpLen + (bth ? kBthLen : 0);
     if (total + kEthLen > len || udp_len + hl > total || itotal + kUdpLen + 8 + kEthLen > udp_len ||
         itotal < least)
         return false;
@@ -87,15 +95,24 @@ template <bool kV6>
     } else {
         std::memcpy(&k.w[0], ip + kIpv4SrcOff, 8);
     }
-    std::memcpy(&k.w[1], inner_ip + kIpv4SrcOff, 8);
+    uint64_t inner_tos;
+    if constexpr (kIn6) {
+        uint64_t a[4];
+        std::memcpy(a, inner_ip + kIpv6SrcOff, sizeof a);
+        k.w[1] = a[0] ^ std::rotl(a[1], 16) ^ std::rotl(a[2], 32) ^ std::rotl(a[3], 48);
+        inner_tos = ipv6_tclass(inner_ip);
+    } else {
+        std::memcpy(&k.w[1], inner_ip + kIpv4SrcOff, 8);
+        inner_tos = inner_ip[kIpv4TosOff];
+    }
     std::memcpy(&ports, inner_udp, sizeof ports);
     const uint64_t op = bth ? inner_udp[kUdpLen] : 0;
     const uint64_t outer_tos = kV6 ? ipv6_tclass(ip) : ip[kIpv4TosOff];
-    k.w[2] = uint64_t{ports} | uint64_t{inner_ip[kIpv4TosOff]} << 32 | op << 40 | outer_tos << 48 |
-             uint64_t{rx_port} << 56;
+    k.w[2] =
+        uint64_t{ports} | inner_tos << 32 | op << 40 | outer_tos << 48 | uint64_t{rx_port} << 56;
     std::memcpy(&k.w[3], udp + kUdpLen, 8);
     std::memcpy(&dport, udp + 2, sizeof dport);
-    k.w[4] = uint64_t{dport} | kKeyUsed;
+    k.w[4] = uint64_t{dport} | kKeyUsed | (kIn6 ? kKeyInner6 : 0);
     if constexpr (kV6) k.w[4] |= kKeyV6 | (load16(udp + 6) == 0 ? kKeyZeroCsum : 0);
     return true;
 }
@@ -111,12 +128,24 @@ inline bool decap_flow_is(const DecapFlow& e, const DecapFlowKey& k) {
             (e.tunnel_hdr ^ k.w[3]) | (e.outer_rest ^ k.w[4])) == 0;
 }
 
+// The same for an inner IPv6 key, whose inner addresses are a digest: the inner source and
+// destination at `a` (32 bytes, as they lie in the packet) against entry `e`'s of `c`.
+inline bool decap_flow_is6(const DecapFlowCache& c, const DecapFlow& e, const DecapFlowKey& k,
+                           const uint8_t* a) {
+    uint64_t x[4], y[4];
+    std::memcpy(x, a, sizeof x);
+    std::memcpy(y, c.addrs6(e), sizeof y);
+    return decap_flow_is(e, k) &
+           (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0);
+}
+
 // Empties `c` when it was filled under another snapshot than `s` (another address or generation),
 // and says whether any tunnel's flows can be kept and whether any over IPv6; once a burst, before
 // decap_hit().
 inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     if (likely(!rebind(c, s))) return;
     for (DecapFlow& e : c.flow) e.outer_rest = 0;
+    c.in6 = false;
     c.hosts = s.neighbors != nullptr ? &s.neighbors->at(0) : nullptr;
     c.useful = !s.tunnels.empty();
     c.v6 = false;
@@ -137,36 +166,46 @@ inline void decap_cache_bind(DecapFlowCache& c, const Snapshot& s) {
     return fold(raw_sum(udp, udp_len, raw_sum(ip + kIpv6SrcOff, 32, lens))) == 0xffff;
 }
 
-// An IPv6 underlay's hit of entry `e` (its key `k`), the outer IPv6 header at `ip`: the source
-// its tunnel's remote and the destination the receiving port's address, whole (the key holds
-// the source folded, and not the destination), and the UDP checksum right; a zero one passes, as
-// its entry exists only where the tunnel takes zero checksums (the slow way filled it).
-inline bool outer6_ok(const DecapFlowCache& c, uint16_t rx_port, const DecapFlow& e,
-                      const DecapFlowKey& k, const uint8_t* ip, uint8_t rx_cksum) {
+// An IPv6 underlay's hit of entry `e`, the outer IPv6 header at `ip`: the source its tunnel's
+// remote and the destination the receiving port's address, whole (the key holds the source
+// folded, and not the destination), and the UDP checksum right; a zero one (`zero_csum`: the
+// key's kKeyZeroCsum) passes, as its entry exists only where the tunnel takes zero checksums (the
+// slow way filled it). No key by reference: where this is not inlined, the key would have to
+// live in memory in every hit of the burst loop.
+inline bool outer6_ok(const DecapFlowCache& c, uint16_t rx_port, const DecapFlow& e, bool zero_csum,
+                      const uint8_t* ip, uint8_t rx_cksum) {
     const Snapshot& s = *c.snap;
     const TunnelConf& t = s.tunnels[static_cast<size_t>(e.notes.tunnel_id)];
     if (std::memcmp(ip + kIpv6SrcOff, t.remote.data(), 16) != 0 ||
         std::memcmp(ip + kIpv6DstOff, s.ports[rx_port].ipv6.data(), 16) != 0)
         return false;
-    if ((k.w[4] & kKeyZeroCsum) != 0) return true;
+    if (zero_csum) return true;
     const uint8_t* udp = ip + kIpv6Len;
     return udp6_csum_ok(ip, udp, load16(udp + 4), rx_cksum);
 }
 
-// decap_hit() for a frame whose key decap_raw_key<kV6>() read.
-template <bool kV6>
+// decap_hit() for a frame whose key decap_raw_key<kV6, kIn6>() read.
+template <bool kV6, bool kIn6 = false>
 [[gnu::always_inline]] inline DecapHit decap_keyed(uint16_t rx_port, Frame& f, DecapFlowCache& c,
                                                    const DecapFlowKey& key, uint32_t total,
                                                    uint32_t itotal, bool bth) {
     constexpr uint32_t inner_off = kInnerOff<kV6>;
+    constexpr uint32_t ihl = kIn6 ? kIpv6Len : kIpv4Len;
     uint8_t* d = f.data;
     DecapFlow* set = decap_flow_set(c, key);
-    DecapFlow* e = decap_flow_is(set[0], key)   ? &set[0]
-                   : decap_flow_is(set[1], key) ? &set[1]
+    DecapFlow* e;
+    if constexpr (kIn6) {
+        const uint8_t* a = d + inner_off + kEthLen + kIpv6SrcOff;
+        e = decap_flow_is6(c, set[0], key, a)   ? &set[0]
+            : decap_flow_is6(c, set[1], key, a) ? &set[1]
                                                 : nullptr;
+    } else {
+        e = decap_flow_is(set[0], key) ? &set[0] : decap_flow_is(set[1], key) ? &set[1] : nullptr;
+    }
     if (e == nullptr || total > e->port_mtu || itotal > e->inner_mtu) return {};
     if constexpr (kV6) {
-        if (!outer6_ok(c, rx_port, *e, key, d + kEthLen, f.rx_cksum)) return {};
+        if (!outer6_ok(c, rx_port, *e, (key.w[4] & kKeyZeroCsum) != 0, d + kEthLen, f.rx_cksum))
+            return {};
     } else {
         // The outer header checksum: the device's verdict where it gave one (outer_csum_ok()).
         if ((f.rx_cksum & (kRxIpGood | kRxIpBad)) != 0 ? (f.rx_cksum & kRxIpGood) == 0
@@ -190,9 +229,14 @@ template <bool kV6>
     // As it lies, as FlowTable::add() reads it; inside the frame (kLeastFrame). 0 without a BTH
     // (a mask, not a branch).
     uint32_t qp;
-    std::memcpy(&qp, d + inner_off + kEthLen + kIpv4Len + kUdpLen + 4, sizeof qp);
+    std::memcpy(&qp, d + inner_off + kEthLen + ihl + kUdpLen + 4, sizeof qp);
     qp &= -static_cast<uint32_t>(bth);
-    if (e->tos_delta != 0) set_ipv4_tos_delta(d + inner_off + kEthLen, e->tos, e->tos_delta);
+    if (e->tos_delta != 0) {
+        if constexpr (kIn6)
+            set_ipv6_tclass(d + inner_off + kEthLen, e->tos);  // No header checksum to mend.
+        else
+            set_ipv4_tos_delta(d + inner_off + kEthLen, e->tos, e->tos_delta);
+    }
     // Ethernet padding is not delivered (decap_tail()).
     if (unlikely(!transparent) && e->lan == DecapFlow::kLanTagged) {
         // The LAN's tag behind the addresses, as decap_tail() pushes it.
@@ -210,15 +254,24 @@ template <bool kV6>
 // A DecapFlowCache hit of frame `f`: the inner frame decapsulated from its flow's entry when the
 // frame is of the cache's form, cached, and the per-packet checks pass; else nothing written and
 // no flow returned. It fills no entry. The cache must be bound to the snapshot
-// (decap_cache_bind()).
+// (decap_cache_bind()). An IPv4 packet inside first; then, with kIn6, an IPv6 one: the burst loop
+// has an instance without it for a cache that holds no inner IPv6 flow (DecapFlowCache::in6), as
+// for the encap cache's IPv6 (encap_hit()).
+template <bool kIn6 = true>
 [[gnu::always_inline]] inline DecapHit decap_hit(uint16_t rx_port, Frame& f, DecapFlowCache& c) {
     DecapFlowKey key;
     uint32_t total, itotal;
     bool bth;
     if (!decap_raw_key<false>(f.data, f.len, rx_port, key, total, itotal, bth)) {
-        if (!c.v6 || !decap_raw_key<true>(f.data, f.len, rx_port, key, total, itotal, bth))
-            return {};
-        return decap_keyed<true>(rx_port, f, c, key, total, itotal, bth);
+        if (c.v6 && decap_raw_key<true>(f.data, f.len, rx_port, key, total, itotal, bth))
+            return decap_keyed<true>(rx_port, f, c, key, total, itotal, bth);
+        if constexpr (kIn6) {
+            if (decap_raw_key<false, true>(f.data, f.len, rx_port, key, total, itotal, bth))
+                return decap_keyed<false, true>(rx_port, f, c, key, total, itotal, bth);
+            if (c.v6 && decap_raw_key<true, true>(f.data, f.len, rx_port, key, total, itotal, bth))
+                return decap_keyed<true, true>(rx_port, f, c, key, total, itotal, bth);
+        }
+        return {};
     }
     return decap_keyed<false>(rx_port, f, c, key, total, itotal, bth);
 }

@@ -1088,6 +1088,133 @@ TEST(DecapFlowCache, Ipv6UnderlayHitsAreExact) {
     EXPECT_EQ(run(good, &cache).dscp_out, 63) << "still the planted entry";
 }
 
+// Tunnelled IPv6 packets are kept too, over either underlay: filling and hitting give the slow
+// way's verdict, notes and bytes (RFC 6040 and the DSCP policy on the traffic class); a flow
+// whose key digest equals a cached flow's gets an entry of its own; inner frames of other forms
+// never hit.
+TEST(DecapFlowCache, InnerIpv6HitsEqualTheSlowWay) {
+    const Config cfg = parse_config(kConfig, "unit.toml");
+    NeighborTable table;
+    auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
+    auto over4 = [](const Bytes& inner, uint8_t tos) {
+        return PacketBuilder()
+            .eth(kWanMac, kNh4)
+            .ipv4("198.18.7.7", "198.18.0.1", tos)
+            .udp(50000, 6081, false)
+            .geneve(100)
+            .raw(inner)
+            .build();
+    };
+    auto over6 = [](const Bytes& inner, uint8_t tc) {
+        return PacketBuilder()
+            .eth(kWanMac, kNh6)
+            .ipv6("2001:db8:18::99", "2001:db8:18::1", tc)
+            .udp(50000, 4789)
+            .vxlan(200)
+            .raw(inner)
+            .build();
+    };
+    DecapFlowCache cache;
+    struct Run {
+        Outcome v;
+        Bytes bytes;
+    };
+    auto run = [&](const Bytes& in, DecapFlowCache* c) {
+        test::TestFrame t(in);
+        Run r;
+        r.v = process_packet(*snap, kWan, t.frame, nullptr, nullptr, nullptr, c);
+        if (r.v.drop == DropReason::none) r.bytes = t.bytes();
+        return r;
+    };
+    auto same = [](const Run& a, const Run& b) {
+        return a.v.drop == b.v.drop && a.v.out_port == b.v.out_port &&
+               a.v.tunnel_id == b.v.tunnel_id && a.v.dscp_in == b.v.dscp_in &&
+               a.v.dscp_out == b.v.dscp_out && a.v.ce_marked == b.v.ce_marked &&
+               a.v.outer_remarked == b.v.outer_remarked &&
+               (a.v.roce_bth == nullptr) == (b.v.roce_bth == nullptr) && a.bytes == b.bytes;
+    };
+    auto used = [&] {
+        size_t n = 0;
+        for (const DecapFlow& e : cache.flow) n += e.outer_rest != 0;
+        return n;
+    };
+    const std::vector<Bytes> flows = {
+        over4(roce6("fd00:20::5", "fd00:10::9", 26 << 2 | 2), 26 << 2 | 2),
+        over4(roce6("fd00:20::5", "fd00:10::9", 26 << 2 | 2), 26 << 2 | 3),  // CE outside.
+        over4(roce6("fd00:20::6", "fd00:10::9", 48 << 2, 0x81), 48 << 2),    // A CNP.
+        over6(roce6("fd00:30::5", "fd00:10::9", 26 << 2 | 1), 0 << 2 | 3),   // Bleached, CE.
+        over6(PacketBuilder()
+                  .eth()
+                  .ipv6("fd00:30::7", "fd00:10::9", 0x28)
+                  .udp(1234, 5678)
+                  .payload(64)
+                  .build(),
+              0x28),
+    };
+    for (const Bytes& in : flows) {
+        const Run slow = run(in, nullptr);
+        ASSERT_EQ(slow.v.drop, DropReason::none);
+        EXPECT_TRUE(same(run(in, &cache), slow)) << "filling";
+        EXPECT_TRUE(same(run(in, &cache), slow)) << "hitting";
+    }
+    EXPECT_EQ(used(), flows.size()) << "one entry a flow";
+    EXPECT_TRUE(cache.in6);
+    ASSERT_NE(run(flows[1], nullptr).bytes, run(flows[0], nullptr).bytes)
+        << "CE outside marks the inner traffic class";
+    // The inner source's bytes 0 and 14 changed so that the digest's two words change alike: the
+    // same key, another flow (an inner frame 70 bytes in).
+    Bytes twin = flows[0];
+    twin[50 + 22] ^= 1;
+    twin[50 + 36] ^= 1;
+    decap_fast::DecapFlowKey k1, k2;
+    uint32_t t1, t2, i1, i2;
+    bool b1, b2;
+    ASSERT_TRUE((decap_fast::decap_raw_key<false, true>(
+        flows[0].data(), static_cast<uint32_t>(flows[0].size()), kWan, k1, t1, i1, b1)));
+    ASSERT_TRUE((decap_fast::decap_raw_key<false, true>(
+        twin.data(), static_cast<uint32_t>(twin.size()), kWan, k2, t2, i2, b2)));
+    ASSERT_EQ(0, std::memcmp(k1.w, k2.w, sizeof k1.w));
+    for (DecapFlow& e : cache.flow)
+        if (e.outer_rest != 0) e.notes.dscp_out = 63;  // Planted: a hit answers from the entry.
+    const Run slow_twin = run(twin, nullptr);
+    ASSERT_EQ(slow_twin.v.drop, DropReason::none);
+    EXPECT_TRUE(same(run(twin, &cache), slow_twin)) << "the twin, filling";
+    EXPECT_EQ(run(twin, &cache).v.dscp_out, slow_twin.v.dscp_out) << "the twin's own entry";
+    EXPECT_EQ(run(flows[0], &cache).v.dscp_out, 63) << "the first keeps its entry";
+    EXPECT_EQ(used(), flows.size() + 1);
+    // Inner frames the parse would not take as plain IPv6 UDP, with a cached flow's addresses,
+    // ports and traffic class: the slow way's answers, no entry.
+    const size_t before = used();
+    auto mutated = [&](size_t off, uint8_t value) {
+        Bytes b = flows[0];
+        b[50 + off] = value;
+        return b;
+    };
+    const struct {
+        const char* what;
+        Bytes frame;
+    } edges[] = {
+        {"hop-by-hop options", mutated(20, 0)},
+        {"TCP", mutated(20, 6)},
+        {"payload length past the UDP payload", mutated(18, 0x7f)},
+        {"payload length below the BTH", mutated(19, 8 + 11)},
+        {"payload length below the UDP header", mutated(19, 7)},
+        {"IEEE link-local destination",
+         [&] {
+             Bytes b = flows[0];
+             const uint8_t mac[] = {0x01, 0x80, 0xc2, 0, 0, 0x0e};
+             std::memcpy(b.data() + 50, mac, 6);
+             return b;
+         }()},
+    };
+    for (const auto& c : edges) {
+        const Run slow = run(c.frame, nullptr);
+        EXPECT_TRUE(same(run(c.frame, &cache), slow)) << c.what;
+        EXPECT_TRUE(same(run(c.frame, &cache), slow)) << c.what << ", again";
+    }
+    EXPECT_EQ(used(), before) << "none of them took an entry";
+}
+
 // Two classes that both match a packet: the first listed wins, whichever it is.
 TEST(Classify, FirstMatchWins) {
     const std::string ports = R"(
