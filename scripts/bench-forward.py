@@ -55,9 +55,13 @@ udp6_zero_checksum_tx (mark+encap), or the far end sends zeros and the tunnel se
 udp6_zero_checksum_rx (decap). The others sum the datagram in software: net_null and net_pcap
 offer no checksum offload.
 
+--inner 6 (or 4,6) runs the same cases with IPv6 RoCE inside (fd10::/16 to fd20::/16, the cases'
+names end in in6): 78 bytes is the least such frame, so --sizes 74 gives 78; Open vSwitch is not
+run for them.
+
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames single,multi]
-                        [--repeat N] [--quick] [--pages auto|huge|4k] [--dscpgw build/dscpgw] [--qos]
-                        [--scaling] [--peer none|ovs]
+                        [--inner 4|6|4,6] [--repeat N] [--quick] [--pages auto|huge|4k]
+                        [--dscpgw build/dscpgw] [--qos] [--scaling] [--peer none|ovs]
 """
 import argparse
 import logging
@@ -109,7 +113,7 @@ type = "{type}"
 vni = 100
 remote = "{remote}"
 next_hop_mac = "02:00:00:00:00:fe"
-routes = ["10.0.0.0/8"]
+routes = ["10.0.0.0/8", "fd00::/8"]
 {tunnel_keys}
 {first}
 [[classes]]
@@ -140,16 +144,21 @@ def gw_config(eal, lan, wan, type, remote, wan_keys="", tunnel_keys="", first=""
                          wan_keys=wan_keys, tunnel_keys=tunnel_keys, first=first, data_keys=data_keys)
 
 
-def roce_frame(size, q=0, psn=1):
-    # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload + ICRC 4; queue pair q of 16.
+def roce_frame(size, q=0, psn=1, fam=4):
+    # Ethernet 14 + IPv4 20 (IPv6 40) + UDP 8 + BTH 12 + payload + ICRC 4; queue pair q of 16. An
+    # IPv6 RoCE frame has 78 bytes at least: 74 gives that.
+    if fam == 6:
+        return pktlib.roce(f"fd10::{5 + q // 4}", f"fd20::{9 + q % 4}", opcode=0x0A, tos=0x02,
+                           sport=49152 + 97 * q, dqpn=0x100 + q, psn=psn, payload=max(0, size - 78))
     return pktlib.roce(f"10.10.0.{5 + q // 4}", f"10.20.0.{9 + q % 4}", opcode=0x0A, tos=0x02,
                        sport=49152 + 97 * q, dqpn=0x100 + q, psn=psn, payload=size - 14 - 20 - 8 - 12 - 4)
 
 
-def frames(size, kind):
+def frames(size, kind, fam=4):
+    """The inner frames of a capture: `fam` their IP version."""
     if kind == "single":
-        return [roce_frame(size)]
-    return [roce_frame(size, i % 16, i // 16) for i in range(128)]
+        return [roce_frame(size, fam=fam)]
+    return [roce_frame(size, i % 16, i // 16, fam) for i in range(128)]
 
 
 class Run:
@@ -472,6 +481,7 @@ def main():
     ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
     ap.add_argument("--quick", action="store_true", help="Geneve over IPv4 only")
     ap.add_argument("--variants", default="", help="only the cases whose name contains one of these (comma-separated)")
+    ap.add_argument("--inner", default="4", help="inner IP versions: 4, 6 or 4,6 (IPv6 cases end in in6)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved floor/dscpgw pairs per case")
     ap.add_argument("--pages", choices=["auto", "huge", "4k"], default="auto")
     ap.add_argument("--qos", action="store_true", help="Border QoS's cost instead (see above)")
@@ -504,53 +514,55 @@ def main():
     print(f"{'case':<28}{'frame':>6}{'capture':>8}{'dscpgw Mpps':>12}{'dscpgw Mpps/core':>24}"
           f"{'floor Mpps/core':>24}{'ratio':>22}{'dscpgw cyc':>11}{'floor cyc':>10}"
           + (f"{'ovs Mpps/core':>24}{'dscpgw/ovs':>22}{'ovs cyc':>9}" if ovs else ""))
-    for size in sizes:
-        for kind in a.frames.split(","):
-            inner = frames(size, kind)
-            inner_pcap = os.path.join(tmp, f"inner{size}{kind}.pcap")
-            wrpcap(inner_pcap, inner)
-            cases = []
-            for typ, fam, zero in variants:
-                src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
-                cfg = dict(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam],
-                           tunnel_keys="udp6_zero_checksum_tx = true" if zero else "")
-                peer = None if zero or size > ovs_peer.MAX_FRAME else ("encap", typ, fam)
-                cases.append((f"mark+encap {typ}/IPv{fam}" + (" csum0" if zero else ""), size, src, cfg, peer))
-            for typ, fam, zero in variants:
-                outer = [pktlib.encap(p, typ, REMOTE[fam], LOCAL[fam], 100, tos=26 << 2 | 2, sport=49152 + 53 * (i % 16))
-                         for i, p in enumerate(inner)]
-                if zero:  # As a far end with udp6zerocsumtx sends them (RFC 6935).
-                    for o in outer:
-                        o[UDP].chksum = 0
-                outer_pcap = os.path.join(tmp, f"outer{size}{kind}{typ}{fam}{'z' if zero else ''}.pcap")
-                wrpcap(outer_pcap, outer)
-                src = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
-                cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam],
-                           tunnel_keys="udp6_zero_checksum_rx = true" if zero else "")
-                peer = ("decap", typ, fam) if not zero and len(outer[0]) <= ovs_peer.MAX_FRAME else None
-                cases.append((f"decap {typ}/IPv{fam}" + (" csum0" if zero else ""), len(outer[0]), src, cfg, peer))
-            if a.variants:
-                cases = [c for c in cases if any(v in c[0] for v in a.variants.split(","))]
-            for name, frame, src, cfg, peer in cases:
-                pairs, peers = [], []
-                for _ in range(a.repeat):
-                    floor = run_testpmd(eal, src, a.seconds)
-                    gw = run_dscpgw(a.dscpgw, gw_config(eal, **cfg), tmp, a.seconds)
-                    pairs.append((floor, gw))
-                    if ovs and peer:
-                        peers.append((run_ovs(peer, cfg, a.seconds), gw))
-                gws, floors = [g for _, g in pairs], [f for f, _ in pairs]
-                drops = max(g.drops for g in gws)
-                print(f"{name:<28}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
-                      f"{spread([g.core_mpps for g in gws]):>24}{spread([f.core_mpps for f in floors]):>24}"
-                      f"{spread([g.core_mpps / f.core_mpps for f, g in pairs]):>22}"
-                      f"{statistics.median(g.cycles for g in gws):>11.1f}{statistics.median(f.cycles for f in floors):>10.1f}"
-                      + (f"{spread([o.core_mpps for o, _ in peers]):>24}"
-                         f"{spread([g.core_mpps / o.core_mpps for o, g in peers]):>22}"
-                         f"{statistics.median(o.cycles for o, _ in peers):>9.1f}" if peers else
-                         f"{'-':>24}{'-':>22}{'-':>9}" if ovs else "")
-                      + (f"  ({drops} dropped)" if drops else ""))
-                sys.stdout.flush()
+    for size, kind, fin in [(n, k, int(f)) for n in sizes for k in a.frames.split(",") for f in a.inner.split(",")]:
+        inner = frames(size, kind, fin)
+        in6 = " in6" if fin == 6 else ""
+        inner_pcap = os.path.join(tmp, f"inner{size}{kind}{fin}.pcap")
+        wrpcap(inner_pcap, inner)
+        cases = []
+        for typ, fam, zero in variants:
+            src = f"net_pcap0,rx_pcap={inner_pcap},infinite_rx=1"
+            cfg = dict(lan=src, wan="net_null0,no-rx=1", type=typ, remote=REMOTE[fam],
+                       tunnel_keys="udp6_zero_checksum_tx = true" if zero else "")
+            peer = None if zero or in6 or size > ovs_peer.MAX_FRAME else ("encap", typ, fam)
+            cases.append((f"mark+encap {typ}/IPv{fam}" + (" csum0" if zero else "") + in6, len(inner[0]), src, cfg,
+                          peer))
+        for typ, fam, zero in variants:
+            outer = [pktlib.encap(p, typ, REMOTE[fam], LOCAL[fam], 100, tos=26 << 2 | 2, sport=49152 + 53 * (i % 16))
+                     for i, p in enumerate(inner)]
+            if zero:  # As a far end with udp6zerocsumtx sends them (RFC 6935).
+                for o in outer:
+                    o[UDP].chksum = 0
+            outer_pcap = os.path.join(tmp, f"outer{size}{kind}{fin}{typ}{fam}{'z' if zero else ''}.pcap")
+            wrpcap(outer_pcap, outer)
+            src = f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1"
+            cfg = dict(lan="net_null0,no-rx=1", wan=src, type=typ, remote=REMOTE[fam],
+                       tunnel_keys="udp6_zero_checksum_rx = true" if zero else "")
+            peer = ("decap", typ, fam) if not zero and not in6 and len(outer[0]) <= ovs_peer.MAX_FRAME else None
+            cases.append((f"decap {typ}/IPv{fam}" + (" csum0" if zero else "") + in6, len(outer[0]), src, cfg,
+                          peer))
+        if a.variants:
+            cases = [c for c in cases if any(v in c[0] for v in a.variants.split(","))]
+        for name, frame, src, cfg, peer in cases:
+            pairs, peers = [], []
+            for _ in range(a.repeat):
+                floor = run_testpmd(eal, src, a.seconds)
+                gw = run_dscpgw(a.dscpgw, gw_config(eal, **cfg), tmp, a.seconds)
+                pairs.append((floor, gw))
+                if ovs and peer:
+                    peers.append((run_ovs(peer, cfg, a.seconds), gw))
+            gws, floors = [g for _, g in pairs], [f for f, _ in pairs]
+            drops = max(g.drops for g in gws)
+            print(f"{name:<28}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
+                  f"{spread([g.core_mpps for g in gws]):>24}{spread([f.core_mpps for f in floors]):>24}"
+                  f"{spread([g.core_mpps / f.core_mpps for f, g in pairs]):>22}"
+                  f"{statistics.median(g.cycles for g in gws):>11.1f}{statistics.median(f.cycles for f in floors):>10.1f}"
+                  + (f"{spread([o.core_mpps for o, _ in peers]):>24}"
+                     f"{spread([g.core_mpps / o.core_mpps for o, g in peers]):>22}"
+                     f"{statistics.median(o.cycles for o, _ in peers):>9.1f}" if peers else
+                     f"{'-':>24}{'-':>22}{'-':>9}" if ovs else "")
+                  + (f"  ({drops} dropped)" if drops else ""))
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ With --frames multi it replays bench-forward.py's 128-frame, 16-queue-pair captu
 frame. With --lan routed the LAN port has an address (10.0.0.1/8, a routed LAN) and every inner
 destination a static [[neighbors]] entry, so that decap readdresses each frame to its host; with
 --lan tagged it has VLAN 100 and a dscp_to_pcp map, so that decap pushes the tag (decap only: the
-capture's inner frames are untagged). With --keep DIR the callgrind files stay in DIR
+capture's inner frames are untagged). With --inner 6 the inner frames are IPv6 RoCE
+(bench-forward.py's, fd10::/16 to fd20::/16; transparent LAN only). With --keep DIR the callgrind files stay in DIR
 (`callgrind_annotate DIR/encap.callgrind` breaks the figure down by function). With --asm it
 also prints, per case, the gateway binary's instructions that ran at least once every two packets,
 in address order, each with its count per packet (objdump's disassembly): where a change to the
@@ -22,8 +23,8 @@ their functions (the PMDs' included, DPDK being linked in): where a case's memor
 from, not what it costs.
 
 Usage: callgrind-worker.py [--dscpgw build/dscpgw] [--seconds N] [--size 74] [--flows N]
-                           [--frames single|multi] [--lan transparent|routed|tagged] [--keep DIR]
-                           [--asm] [--cache-sim]
+                           [--frames single|multi] [--inner 4|6] [--lan transparent|routed|tagged]
+                           [--keep DIR] [--asm] [--cache-sim]
 """
 import argparse
 import glob
@@ -182,16 +183,20 @@ def main():
     ap.add_argument("--size", type=int, default=74)
     ap.add_argument("--flows", type=int, default=None, help="[metrics] flows (default: the gateway's)")
     ap.add_argument("--frames", choices=["single", "multi"], default="single")
+    ap.add_argument("--inner", type=int, choices=[4, 6], default=4, help="the inner frames' IP version")
     ap.add_argument("--lan", choices=["transparent", "routed", "tagged"], default="transparent")
     ap.add_argument("--keep", default=None, help="a directory for the callgrind files")
     ap.add_argument("--asm", action="store_true", help="also the hot instructions, disassembled")
     ap.add_argument("--cache-sim", action="store_true",
                     help="also valgrind's simulated cache misses a packet (its cache model, not the CPU's)")
     a = ap.parse_args()
+    if a.inner == 6 and a.lan != "transparent":
+        ap.error("--inner 6 runs on a transparent LAN only")
     tmp = a.keep or tempfile.mkdtemp(prefix="dscpgw-callgrind-")
     os.makedirs(tmp, exist_ok=True)
     extra = f"\n[metrics]\nflows = {a.flows}\n" if a.flows is not None else ""
-    inners = bench.frames(a.size, a.frames)
+    inners = bench.frames(a.size, a.frames, a.inner)
+    in6 = " inner IPv6" if a.inner == 6 else ""
     if a.lan == "routed":
         hosts = sorted({x["IP"].dst for x in inners} | {x["IP"].src for x in inners})
         extra += "".join(f'\n[[neighbors]]\nport = "lan"\nip = "{h}"\nmac = "02:00:00:00:10:{i + 16:02x}"\n'
@@ -204,7 +209,7 @@ def main():
     lan = "" if a.lan == "transparent" else f", {a.lan} LAN"
     if a.lan != "tagged":
         ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "encap", a.asm, a.cache_sim)
-        print(f"mark+encap geneve/IPv4 {a.size} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
+        print(f"mark+encap geneve/IPv4 {len(inners[0])} B {a.frames}{in6}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     outers = [bench.pktlib.encap(x, "geneve", bench.REMOTE[4], "198.18.0.1", 100, tos=26 << 2 | 2,
                                  sport=49152 + 53 * (i % 16))
               for i, x in enumerate(inners)]
@@ -213,7 +218,7 @@ def main():
     cfg = bench.gw_config(eal, "net_null0,no-rx=1", f"net_pcap1,rx_pcap={outer_pcap},infinite_rx=1",
                           "geneve", bench.REMOTE[4]) + extra
     ipp, n = measure(a.dscpgw, with_lan(cfg, a.lan), tmp, a.seconds, "decap", a.asm, a.cache_sim)
-    print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
+    print(f"decap geneve/IPv4 {len(outers[0])} B {a.frames}{in6}{lan}: {ipp:.1f} instructions/pkt ({n} pkts)")
     sys.stdout.flush()
 
 
