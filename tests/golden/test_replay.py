@@ -1758,13 +1758,14 @@ def run_on_net_memif_with_testpmd_peer():
 @test
 def bench_forward_measures_floor_and_gateway_over_one_span():
     """scripts/bench-forward.py end to end, short: DPDK's floor (testpmd io) and the gateway on the
-    same vdevs, 4 KB pages, both directions, each measured over one span (port counters from DPDK
-    telemetry, the forwarding thread's CPU time from schedstat): every figure present and sane."""
+    same vdevs, 4 KB pages, both directions, IPv4 and IPv6 RoCE inside, each measured over one span
+    (port counters from DPDK telemetry, the forwarding thread's CPU time from schedstat): every
+    figure present and sane, nothing dropped."""
     if shutil.which("dpdk-testpmd") is None:
         raise Skip("dpdk-testpmd not installed")
     p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench-forward.py"), "--dscpgw", DSCPGW,
-                        "--pages", "4k", "--quick", "--sizes", "74", "--frames", "single", "--seconds", "1",
-                        "--repeat", "1"], capture_output=True, text=True, timeout=300)
+                        "--pages", "4k", "--quick", "--sizes", "74", "--frames", "single", "--inner", "4,6",
+                        "--seconds", "1", "--repeat", "1"], capture_output=True, text=True, timeout=300)
     eq(p.returncode, 0, f"bench-forward.py exit status:\n{p.stdout}\n{p.stderr[-3000:]}")
     assert "# 4 KB pages (--no-huge)" in p.stdout, p.stdout
     # The host line: the figures belong to the CPU they came from (a VM may land on another host).
@@ -1773,9 +1774,12 @@ def bench_forward_measures_floor_and_gateway_over_one_span():
     assert re.search(rf"^# .*\(family {fam:#x} model 0x[0-9a-f]+[^)]*\), {os.cpu_count()} CPUs, cpu MHz \d+",
                      p.stdout, re.M), p.stdout
     num = r"([\d.]+)"
-    rows = re.findall(rf"^(mark\+encap|decap) geneve/IPv4 +(\d+) +single +{num} +{num} \[[^]]*\] +{num} "
-                      rf"\[[^]]*\] +{num} \[[^]]*\] +{num} +{num}$", p.stdout, re.M)
-    eq([r[:2] for r in rows], [("mark+encap", "74"), ("decap", "124")], f"the two cases' rows:\n{p.stdout}")
+    rows = re.findall(rf"^(mark\+encap geneve/IPv4|decap geneve/IPv4|mark\+encap geneve/IPv4 in6|decap geneve/IPv4 in6)"
+                      rf" +(\d+) +single +{num} +{num} \[[^]]*\] +{num} \[[^]]*\] +{num} \[[^]]*\] +{num} +{num}$",
+                      p.stdout, re.M)
+    eq([r[:2] for r in rows], [("mark+encap geneve/IPv4", "74"), ("decap geneve/IPv4", "124"),
+                               ("mark+encap geneve/IPv4 in6", "78"), ("decap geneve/IPv4 in6", "128")],
+       f"the four cases' rows:\n{p.stdout}")
     for name, _, wall, core, floor, ratio, cyc, floor_cyc in rows:
         wall, core, floor, ratio = float(wall), float(core), float(floor), float(ratio)
         assert min(wall, core, floor, float(cyc), float(floor_cyc)) > 0, f"{name}: {p.stdout}"
