@@ -74,7 +74,7 @@ struct BurstState {
     FlowRates* rates = nullptr;   // The worker's `adaptive` flow rates (policers run on now_tsc).
     EncapCache* encap = nullptr;  // The worker's inner IP flows (encap.h); none: no cache.
     DecapCache decap;             // The worker's last decapsulation-table hit.
-    // The worker's tunnelled IPv4 flows, over either underlay (decap.h); none: no cache.
+    // The worker's tunnelled IP flows, over either underlay (decap.h); none: no cache.
     DecapFlowCache* decap_flows = nullptr;
     HitRuns<EncapFlow> encap_runs;  // Cache hits not yet counted.
     HitRuns<DecapFlow> decap_runs;
@@ -172,7 +172,6 @@ __attribute__((noinline)) inline void count_qos(ConfigCounters& cc, WorkerStats&
     if (n.pcp_mapped) st.dataplane[DataplaneCounter::pcp_to_dscp][0].inc();
 }
 
-// The counters one burst writes, in locals until flush().
 // A flow entry's inner IPv6 addresses for the conversation table (FlowTable::add6()), none for
 // IPv4.
 inline const uint8_t* roce_addrs6(const EncapFlow& e, const BurstState&) {
@@ -182,6 +181,7 @@ inline const uint8_t* roce_addrs6(const DecapFlow& e, const BurstState& bs) {
     return e.inner_v6() ? bs.decap_flows->addrs6(e) : nullptr;
 }
 
+// The counters one burst writes, in locals until flush().
 class BurstCounters {
   public:
     BurstCounters(WorkerStats& st, uint8_t bank)

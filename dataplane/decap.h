@@ -8,20 +8,19 @@ namespace dscpgw {
 struct Neighbor;
 
 // What the shortcut decided for one flow of tunnelled IPv4 or IPv6 traffic over an IPv4 or IPv6
-// underlay,
-// so that its next packets skip both parses, the tunnel lookup, RFC 6040 and the DSCP policy (the
-// decap side of the EncapCache, encap.h). The key is everything of the frame those steps read:
-// the outer addresses (over IPv6 the source folded, below), TOS or traffic class and UDP
-// destination port, the tunnel header's eight bytes, the inner addresses, TOS, UDP ports and BTH
-// opcode, and the receiving port; not the outer UDP source port (the far end's entropy) nor an
-// IPv6 flow label, which nothing decides by. Checked again on every hit: the lengths (outer
-// against the frame and the port's MTU, UDP against the outer, inner against the UDP payload and
-// the tunnel's inner MTU), the outer IPv4 header checksum or IPv6 UDP checksum (a zero one is its
-// own key, filled only where the tunnel takes it), over IPv6 the whole source against the
-// entry's tunnel's remote and the destination against the port's address, the inner destination
-// MAC (no IEEE link-local), and for a routed LAN the host's neighbour slot (still its host's,
-// resolved: the MAC is read from it on every hit, as the slow way does). A tagged LAN's frames
-// leave with the entry's tag (the LAN's VLAN, the PCP its dscp_to_pcp gives the entry's DSCP).
+// underlay, so that its next packets skip both parses, the tunnel lookup, RFC 6040 and the DSCP
+// policy (the decap side of the EncapCache, encap.h). The key is everything of the frame those
+// steps read: the outer addresses (over IPv6 the source folded, below), TOS or traffic class and
+// UDP destination port, the tunnel header's eight bytes, the inner addresses, TOS, UDP ports and
+// BTH opcode, and the receiving port; not the outer UDP source port (the far end's entropy) nor an
+// IPv6 flow label, which nothing decides by. Checked again on every hit: the lengths (outer against
+// the frame and the port's MTU, UDP against the outer, inner against the UDP payload and the
+// tunnel's inner MTU), the outer IPv4 header checksum or IPv6 UDP checksum (a zero one is its own
+// key, filled only where the tunnel takes it), over IPv6 the whole source against the entry's
+// tunnel's remote and the destination against the port's address, the inner destination MAC (no
+// IEEE link-local), and for a routed LAN the host's neighbour slot (still its host's, resolved: the
+// MAC is read from it on every hit, as the slow way does). A tagged LAN's frames leave with the
+// entry's tag (the LAN's VLAN, the PCP its dscp_to_pcp gives the entry's DSCP).
 struct alignas(64) DecapFlow {
     // Key: the outer IPv4 source and destination (IPv6: the source's two halves XORed), the inner
     // ones, as they lie in the frame (inner IPv6: a digest of them, which the cache's
