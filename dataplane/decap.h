@@ -83,8 +83,9 @@ struct DecapFlowCache {
     const Neighbor* hosts = nullptr;  // The snapshot's neighbour slots (DecapFlow::host).
     DecapFlow flow[kWays << kSetBits];
     // An inner IPv6 flow's source and destination as they lie, beside its entry of `flow` (the
-    // key's `inner_addrs` is their digest). Apart, so that the entries stay two lines: with a
-    // third, the IPv4 hit ran five instructions more (the set's address, and spills).
+    // key's `inner_addrs` is their digest). Apart, so that the entries stay two lines: in a
+    // fourth line of the entry the IPv4 hit ran no fewer instructions (callgrind 420.1 against
+    // 419.8), for 64 KB of cache against 40.
     std::array<uint8_t, 32> inner_addrs6[kWays << kSetBits];
 
     const uint8_t* addrs6(const DecapFlow& e) const { return inner_addrs6[&e - flow].data(); }
