@@ -172,15 +172,6 @@ __attribute__((noinline)) inline void count_qos(ConfigCounters& cc, WorkerStats&
     if (n.pcp_mapped) st.dataplane[DataplaneCounter::pcp_to_dscp][0].inc();
 }
 
-// A flow entry's inner IPv6 addresses for the conversation table (FlowTable::add6()), none for
-// IPv4.
-inline const uint8_t* roce_addrs6(const EncapFlow& e, const BurstState&) {
-    return e.inner_v6() ? e.addrs6.data() : nullptr;
-}
-inline const uint8_t* roce_addrs6(const DecapFlow& e, const BurstState& bs) {
-    return e.inner_v6() ? bs.decap_flows->addrs6(e) : nullptr;
-}
-
 // The counters one burst writes, in locals until flush().
 class BurstCounters {
   public:
@@ -310,7 +301,7 @@ class BurstCounters {
             if (cnp)
                 cc_.tunnel[kDecap ? TunnelCounter::cnp_decap : TunnelCounter::cnp_encap][t].add(n);
             if (bs.flows != nullptr) {
-                if (const uint8_t* a6 = roce_addrs6(e, bs); unlikely(a6 != nullptr))
+                if (const uint8_t* a6 = e.roce_addrs6(); unlikely(a6 != nullptr))
                     bs.flows->add6(bs.flow_runs, a6, e.run_qp, notes.tunnel_id, kDecap, n, ip_bytes,
                                    cnp ? n : 0, bs.now_tsc);
                 else

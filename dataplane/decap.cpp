@@ -372,12 +372,12 @@ bool decap_parsed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o, Dec
 }
 
 // Records what the slow way decided for the flow of key `k` (its notes `n`, the frame as sent at
-// `out`, its IPv4 or IPv6 header at `ip`) in its set of `c`, as encap_fill() does. A routed LAN's
+// `out`, its IPv4 or IPv6 header at `ip`) in its set `set`, as encap_fill() does. A routed LAN's
 // entry keeps the host's neighbour slot and its reuse count (the slow way resolved the host just
 // now; found again, and nothing is filled when the control thread removed it meanwhile); a tagged
 // LAN's entry the tag the slow way pushed.
-__attribute__((noinline)) void decap_fill(DecapFlowCache& c, const DecapFlowKey& k,
-                                          const Snapshot& s, uint16_t rx_port, const PacketNotes& n,
+__attribute__((noinline)) void decap_fill(DecapFlow* set, const DecapFlowKey& k, const Snapshot& s,
+                                          uint16_t rx_port, const PacketNotes& n,
                                           const uint8_t* out, const uint8_t* ip) {
     static_assert(DecapFlowCache::kWays == 2);
     const TunnelConf& t = s.tunnels[static_cast<size_t>(n.tunnel_id)];
@@ -397,17 +397,14 @@ __attribute__((noinline)) void decap_fill(DecapFlowCache& c, const DecapFlowKey&
         if (s.neighbors->find(family, t.inner_port, dst) != host) return;
     }
     const uint8_t* addrs6 = in6 ? ip + kIpv6SrcOff : nullptr;
-    const auto has = [&c, &k, addrs6](const DecapFlow& f) {
-        return addrs6 != nullptr ? decap_flow_is6(c, f, k, addrs6) : decap_flow_is(f, k);
-    };
-    const auto used = [](const DecapFlow& f) { return f.outer_rest != 0; };
-    DecapFlow* set = decap_flow_set(c, k);
-    // fill_way() moves the first way's entry to the second: its addresses go along.
-    if (!has(set[0]) && !has(set[1]) && used(set[0]))
-        std::memcpy(c.addrs6(set[1]), c.addrs6(set[0]), 32);
-    DecapFlow& e = fill_way(set, has, used);
+    DecapFlow& e = fill_way(
+        set,
+        [&k, addrs6](const DecapFlow& f) {
+            return addrs6 != nullptr ? decap_flow_is6(f, k, addrs6) : decap_flow_is(f, k);
+        },
+        [](const DecapFlow& f) { return f.outer_rest != 0; });
     const uint8_t tos = in6 ? ipv6_tclass(ip) : ip[kIpv4TosOff];
-    if (in6) std::memcpy(c.addrs6(e), addrs6, 32);
+    if (in6) std::memcpy(e.inner_addrs6.data(), addrs6, e.inner_addrs6.size());
     e.outer_addrs = k.w[0];
     e.inner_addrs = k.w[1];
     e.inner_rest = k.w[2];
@@ -448,7 +445,8 @@ bool decap_slow_keyed(const Snapshot& s, uint16_t rx_port, Frame& f, Outcome& o,
     const uint32_t tag =
         s.ports[s.tunnels[static_cast<size_t>(o.tunnel_id)].inner_port].vlan != 0 ? kVlanLen : 0;
     if (f.data + tag == d + kInnerOff<kV6>)
-        decap_fill(flows, key, s, rx_port, o, f.data, d + kInnerOff<kV6> + kEthLen);
+        decap_fill(decap_flow_set(flows, key), key, s, rx_port, o, f.data,
+                   d + kInnerOff<kV6> + kEthLen);
     return true;
 }
 

@@ -21,10 +21,10 @@ struct Neighbor;
 // IEEE link-local), and for a routed LAN the host's neighbour slot (still its host's, resolved: the
 // MAC is read from it on every hit, as the slow way does). A tagged LAN's frames leave with the
 // entry's tag (the LAN's VLAN, the PCP its dscp_to_pcp gives the entry's DSCP).
-struct alignas(64) DecapFlow {
+struct alignas(128) DecapFlow {
     // Key: the outer IPv4 source and destination (IPv6: the source's two halves XORed), the inner
-    // ones, as they lie in the frame (inner IPv6: a digest of them, which the cache's
-    // `inner_addrs6` holds whole).
+    // ones, as they lie in the frame (inner IPv6: a digest of them, which `inner_addrs6` holds
+    // whole).
     uint64_t outer_addrs = 0, inner_addrs = 0;
     // Key: the inner UDP ports as they lie | inner TOS << 32 | BTH opcode << 40 (0 without a BTH)
     // | outer TOS or traffic class << 48 | receiving port << 56.
@@ -54,6 +54,11 @@ struct alignas(64) DecapFlow {
     uint32_t host = 0, host_reuse = 0;
     std::array<uint8_t, 6> lan_mac{};
     uint16_t tci = 0;  // A tagged LAN: the 802.1Q tag's PCP and VLAN.
+    // Inner IPv6: the source and destination as they lie (the key's `inner_addrs` is their
+    // digest), in lines of their own that only an inner IPv6 hit reads. 256 bytes an entry (the
+    // struct's alignment), so that a set's address is a shift: at 192 the IPv4 hit ran five
+    // instructions more.
+    alignas(64) std::array<uint8_t, 32> inner_addrs6{};
 
     static constexpr uint64_t kKeyInner6 = uint64_t{1} << 18;  // In outer_rest.
 
@@ -65,14 +70,16 @@ struct alignas(64) DecapFlow {
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(inner_rest >> 40); }  // The key's.
     bool inner_v6() const { return (outer_rest & kKeyInner6) != 0; }               // The key's.
-    // The conversation's IPv4 addresses (FlowTable::add4()); IPv6's: DecapFlowCache::addrs6().
+    // The conversation's addresses: IPv4's (FlowTable::add4()), or IPv6's (FlowTable::add6()),
+    // none for IPv4.
     uint64_t roce_addrs() const { return inner_addrs; }
+    const uint8_t* roce_addrs6() const { return inner_v6() ? inner_addrs6.data() : nullptr; }
 };
-static_assert(sizeof(DecapFlow) == 128, "two cache lines an entry");
+static_assert(sizeof(DecapFlow) == 256, "two cache lines an entry, and inner IPv6's addresses");
 static_assert(kMaxPorts <= 256, "DecapFlow::out_port");
 
 // A worker's DecapFlows, as EncapCache: two-way sets chosen by a hash of the key, bound to one
-// snapshot (generation and address). 40 KB.
+// snapshot (generation and address). 64 KB, of which a worker touches what its flows use.
 struct DecapFlowCache {
     static constexpr unsigned kSetBits = 7, kWays = 2;
     const Snapshot* snap = nullptr;
@@ -82,14 +89,6 @@ struct DecapFlowCache {
     bool in6 = false;     // An inner IPv6 flow was filled since the cache was last emptied.
     const Neighbor* hosts = nullptr;  // The snapshot's neighbour slots (DecapFlow::host).
     DecapFlow flow[kWays << kSetBits];
-    // An inner IPv6 flow's source and destination as they lie, beside its entry of `flow` (the
-    // key's `inner_addrs` is their digest). Apart, so that the entries stay two lines: in a
-    // fourth line of the entry the IPv4 hit ran no fewer instructions (callgrind 420.1 against
-    // 419.8), for 64 KB of cache against 40.
-    std::array<uint8_t, 32> inner_addrs6[kWays << kSetBits];
-
-    const uint8_t* addrs6(const DecapFlow& e) const { return inner_addrs6[&e - flow].data(); }
-    uint8_t* addrs6(const DecapFlow& e) { return inner_addrs6[&e - flow].data(); }
 };
 
 using DecapHit = CacheHit<DecapFlow>;  // What decap_fast::decap_hit() found.

@@ -129,12 +129,11 @@ inline bool decap_flow_is(const DecapFlow& e, const DecapFlowKey& k) {
 }
 
 // The same for an inner IPv6 key, whose inner addresses are a digest: the inner source and
-// destination at `a` (32 bytes, as they lie in the packet) against entry `e`'s of `c`.
-inline bool decap_flow_is6(const DecapFlowCache& c, const DecapFlow& e, const DecapFlowKey& k,
-                           const uint8_t* a) {
+// destination at `a` (32 bytes, as they lie in the packet) against the entry's.
+inline bool decap_flow_is6(const DecapFlow& e, const DecapFlowKey& k, const uint8_t* a) {
     uint64_t x[4], y[4];
     std::memcpy(x, a, sizeof x);
-    std::memcpy(y, c.addrs6(e), sizeof y);
+    std::memcpy(y, e.inner_addrs6.data(), sizeof y);
     return decap_flow_is(e, k) &
            (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0);
 }
@@ -196,9 +195,9 @@ template <bool kV6, bool kIn6 = false>
     DecapFlow* e;
     if constexpr (kIn6) {
         const uint8_t* a = d + inner_off + kEthLen + kIpv6SrcOff;
-        e = decap_flow_is6(c, set[0], key, a)   ? &set[0]
-            : decap_flow_is6(c, set[1], key, a) ? &set[1]
-                                                : nullptr;
+        e = decap_flow_is6(set[0], key, a)   ? &set[0]
+            : decap_flow_is6(set[1], key, a) ? &set[1]
+                                             : nullptr;
     } else {
         e = decap_flow_is(set[0], key) ? &set[0] : decap_flow_is(set[1], key) ? &set[1] : nullptr;
     }

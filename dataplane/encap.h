@@ -59,8 +59,10 @@ struct alignas(64) EncapFlow {
 
     uint8_t bth_opcode() const { return static_cast<uint8_t>(rest >> 40); }  // The key's.
     bool inner_v6() const { return (rest >> 62 & 1) != 0; }                  // The key's.
-    // The conversation's IPv4 addresses (FlowTable::add4()); IPv6's: `addrs6`.
+    // The conversation's addresses: IPv4's (FlowTable::add4()), or IPv6's (FlowTable::add6()),
+    // none for IPv4.
     uint64_t roce_addrs() const { return addrs; }
+    const uint8_t* roce_addrs6() const { return inner_v6() ? addrs6.data() : nullptr; }
 };
 
 // A worker's EncapFlows: two-way sets chosen by a hash of the key (a new flow takes the first
