@@ -613,6 +613,18 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
     };
     fill_then_hit(flows);
     EXPECT_EQ(used(), flows.size()) << "one entry a flow (no two collide here)";
+    // Frames the cache must not take: each answered as the slow way answers it, twice.
+    struct Edge {
+        const char* what;
+        Bytes frame;
+    };
+    auto as_slow_way = [&](const std::vector<Edge>& list) {
+        for (const Edge& c : list) {
+            const Run slow = run(*snap, c.frame, nullptr);
+            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what;
+            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what << ", again";
+        }
+    };
     // Another length, TTL and IP ID on a cached flow: only the key decides, the rest is the
     // packet's.
     const Bytes longer = PacketBuilder()
@@ -659,10 +671,7 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
         Bytes tagged = flows[0];  // The cached flow itself behind an 802.1Q tag (VLAN 100).
         const uint8_t tag[] = {0x81, 0x00, 0x00, 100};
         tagged.insert(tagged.begin() + 12, std::begin(tag), std::end(tag));
-        const struct {
-            const char* what;
-            Bytes frame;
-        } edges[] = {
+        const std::vector<Edge> edges = {
             {"IHL 6", mutated(14, 0x46)},
             {"version 6 in an IPv4 frame", mutated(14, 0x65)},
             {"MF", mutated(20, 0x20)},
@@ -681,12 +690,8 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
                               .payload(4)
                               .build()},
         };
-        for (const auto& c : edges) {
-            const Run slow = run(*snap, c.frame, nullptr);
-            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what;
-            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what << ", again";
-        }
-        EXPECT_EQ(run(*snap, edges[std::size(edges) - 1].frame, nullptr).v.drop, DropReason::none)
+        as_slow_way(edges);
+        EXPECT_EQ(run(*snap, edges.back().frame, nullptr).v.drop, DropReason::none)
             << "the short UDP frame is forwarded";
         EXPECT_EQ(used(), before) << "none of them took an entry";
     }
@@ -761,10 +766,7 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
         Bytes tagged6 = flows6[0];
         const uint8_t tag[] = {0x81, 0x00, 0x00, 100};
         tagged6.insert(tagged6.begin() + 12, std::begin(tag), std::end(tag));
-        const struct {
-            const char* what;
-            Bytes frame;
-        } edges6[] = {
+        const std::vector<Edge> edges6 = {
             {"hop-by-hop options", mutated6(20, 0)},
             {"TCP", mutated6(20, 6)},
             {"a fragment header", mutated6(20, 44)},
@@ -776,11 +778,7 @@ TEST(EncapCache, HitsEqualTheSlowWayAndFollowChanges) {
             {"802.1Q tag", tagged6},
             {"73 bytes", Bytes(flows6[0].begin(), flows6[0].begin() + 73)},
         };
-        for (const auto& c : edges6) {
-            const Run slow = run(*snap, c.frame, nullptr);
-            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what;
-            EXPECT_TRUE(same(run(*snap, c.frame, &cache), slow)) << c.what << ", again";
-        }
+        as_slow_way(edges6);
         EXPECT_EQ(used(), cached) << "none of them took an entry";
         // The path MTU lowered under a cached IPv6 flow: too big, as the slow way says.
         snap->tunnels[0].path->mtu.store(100);
