@@ -5,7 +5,6 @@
 #include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 
-#include <bit>
 #include <cstring>
 
 #include "dataplane/cksum.h"
@@ -97,9 +96,7 @@ template <bool kV6, bool kIn6 = false>
     }
     uint64_t inner_tos;
     if constexpr (kIn6) {
-        uint64_t a[4];
-        std::memcpy(a, inner_ip + kIpv6SrcOff, sizeof a);
-        k.w[1] = a[0] ^ std::rotl(a[1], 16) ^ std::rotl(a[2], 32) ^ std::rotl(a[3], 48);
+        k.w[1] = ipv6_addrs_digest(inner_ip + kIpv6SrcOff);
         inner_tos = ipv6_tclass(inner_ip);
     } else {
         std::memcpy(&k.w[1], inner_ip + kIpv4SrcOff, 8);
@@ -131,11 +128,7 @@ inline bool decap_flow_is(const DecapFlow& e, const DecapFlowKey& k) {
 // The same for an inner IPv6 key, whose inner addresses are a digest: the inner source and
 // destination at `a` (32 bytes, as they lie in the packet) against the entry's.
 inline bool decap_flow_is6(const DecapFlow& e, const DecapFlowKey& k, const uint8_t* a) {
-    uint64_t x[4], y[4];
-    std::memcpy(x, a, sizeof x);
-    std::memcpy(y, e.inner_addrs6.data(), sizeof y);
-    return decap_flow_is(e, k) &
-           (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0);
+    return decap_flow_is(e, k) & same32(a, e.inner_addrs6.data());
 }
 
 // Empties `c` when it was filled under another snapshot than `s` (another address or generation),

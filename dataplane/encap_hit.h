@@ -5,7 +5,6 @@
 #include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 
-#include <bit>
 #include <cstring>
 
 #include "dataplane/cksum.h"
@@ -120,11 +119,7 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
 // The same for an IPv6 key, whose `addrs` is a digest: the source and destination at `a` (32
 // bytes, as they lie in the packet) against the entry's.
 inline bool encap_flow_is6(const EncapFlow& e, const EncapKey& k, const uint8_t* a) {
-    uint64_t x[4], y[4];
-    std::memcpy(x, a, sizeof x);
-    std::memcpy(y, e.addrs6.data(), sizeof y);
-    return encap_flow_is(e, k) &
-           (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0);
+    return encap_flow_is(e, k) & same32(a, e.addrs6.data());
 }
 
 // An EncapFlow hit: what encap_plain_family<kV6>() would do to the frame, from the entry, once the
@@ -192,10 +187,9 @@ template <bool kV6>
 
 // The EncapCache key of an untagged IPv6 UDP frame without extension headers, read straight from
 // its bytes with the checks of parse_plain_udp_family<true>(), as encap_raw_key() for IPv4: the
-// key's `addrs` is a digest of the source and destination (each 64-bit word rotated apart, so
-// that addresses alike in their prefixes or in their ends do not cancel), the rest as IPv4's with
-// the traffic class for the TOS and bit 62 set. For frames of at least 74 bytes (the least an
-// IPv6 RoCEv2 frame has). `ip_len`: 40 + the payload length.
+// key's `addrs` is a digest of the source and destination (wire::ipv6_addrs_digest()), the rest
+// as IPv4's with the traffic class for the TOS and bit 62 set. For frames of at least 74 bytes (the
+// least an IPv6 RoCEv2 frame has). `ip_len`: 40 + the payload length.
 [[gnu::always_inline]] inline bool encap_raw_key6(const uint8_t* d, uint32_t len, uint16_t rx_port,
                                                   EncapKey& k, uint32_t& ip_len, bool& bth) {
     static_assert(kEthLen + kIpv6Len + kUdpLen + kBthLen == 74);
@@ -208,9 +202,7 @@ template <bool kV6>
     // As encap_raw_key(): least <= total <= len - kEthLen in one unsigned compare.
     const uint32_t least = kIpv6Len + kUdpLen + (bth ? kBthLen : 0);
     if (total - least > len - kEthLen - least) return false;
-    uint64_t a[4];
-    std::memcpy(a, ip + kIpv6SrcOff, sizeof a);  // Source and destination, contiguous.
-    k.addrs = a[0] ^ std::rotl(a[1], 16) ^ std::rotl(a[2], 32) ^ std::rotl(a[3], 48);
+    k.addrs = ipv6_addrs_digest(ip + kIpv6SrcOff);  // Source and destination, contiguous.
     uint32_t ports;
     std::memcpy(&ports, udp, sizeof ports);
     const uint64_t op = bth ? udp[kUdpLen] : 0;
