@@ -128,7 +128,8 @@ inline bool decap_flow_is(const DecapFlow& e, const DecapFlowKey& k) {
 // The same for an inner IPv6 key, whose inner addresses are a digest: the inner source and
 // destination at `a` (32 bytes, as they lie in the packet) against the entry's.
 inline bool decap_flow_is6(const DecapFlow& e, const DecapFlowKey& k, const uint8_t* a) {
-    return decap_flow_is(e, k) & same32(a, e.inner_addrs6.data());
+    const bool key = decap_flow_is(e, k), addrs = same32(a, e.inner_addrs6.data());
+    return key & addrs;  // Both, without a branch.
 }
 
 // Empties `c` when it was filled under another snapshot than `s` (another address or generation),

@@ -119,7 +119,8 @@ inline bool encap_flow_is(const EncapFlow& e, const EncapKey& k) {
 // The same for an IPv6 key, whose `addrs` is a digest: the source and destination at `a` (32
 // bytes, as they lie in the packet) against the entry's.
 inline bool encap_flow_is6(const EncapFlow& e, const EncapKey& k, const uint8_t* a) {
-    return encap_flow_is(e, k) & same32(a, e.addrs6.data());
+    const bool key = encap_flow_is(e, k), addrs = same32(a, e.addrs6.data());
+    return key & addrs;  // Both, without a branch.
 }
 
 // An EncapFlow hit: what encap_plain_family<kV6>() would do to the frame, from the entry, once the
