@@ -113,13 +113,16 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     for (size_t p = 0; p < g_snaps[1]->ports.size(); ++p) {
         if (g_snaps[1]->ports[p].role != dscpgw::PortRole::inner) continue;
         for (const uint8_t host : {uint8_t{5}, uint8_t{6}, uint8_t{9}}) {
+            const uint64_t mac = dscpgw::kNeighborValid | 0x020000001000u | host;
             for (const uint8_t net : {uint8_t{0}, uint8_t{1}, uint8_t{2}}) {
                 const uint8_t addr[4] = {10, net, 0, host};
                 const int n = hosts.add(4, static_cast<uint16_t>(p), addr);
-                if (n >= 0)
-                    hosts.at(static_cast<size_t>(n))
-                        .mac.store(dscpgw::kNeighborValid | 0x020000001000u | host);
+                if (n >= 0) hosts.at(static_cast<size_t>(n)).mac.store(mac);
             }
+            // fd00::host, on the routed LAN's fd00::/64: the corpus's inner IPv6 frames.
+            const uint8_t addr6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, host};
+            const int n = hosts.add(6, static_cast<uint16_t>(p), addr6);
+            if (n >= 0) hosts.at(static_cast<size_t>(n)).mac.store(mac);
         }
     }
     g_snaps[2] = dscpgw::test::wide_snapshot(false, dscpgw::test::kQosFirst, dscpgw::test::kQosLan)

@@ -881,6 +881,7 @@ name = "lan"
 role = "inner"
 device = "a"
 ipv4 = "10.10.0.1/24"
+ipv6 = "fd00:10::1/64"
 mac = "02:00:00:00:10:01"
 [[ports]]
 name = "wan"
@@ -896,18 +897,18 @@ vni = 100
 remote = "198.18.7.7"
 next_hop_mac = "02:00:00:00:00:fe"
 inner_mac = "02:00:00:00:0d:01"
-routes = ["10.20.0.0/16"]
+routes = ["10.20.0.0/16", "fd00:20::/48"]
 )";
 
-// A tunnelled RoCE frame from kRoutedConfig's tunnel for LAN host `dst`.
+// A tunnelled RoCE frame from kRoutedConfig's tunnel for LAN host `dst` (IPv4 or IPv6).
 Bytes routed_lan_frame(const std::string& dst) {
-    const Bytes inner = PacketBuilder()
-                            .eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1})
-                            .ipv4("10.20.0.9", dst, 26 << 2)
-                            .udp(1, 4791)
-                            .bth(4)
-                            .payload(16)
-                            .build();
+    PacketBuilder b;
+    b.eth({2, 0, 0, 0, 0, 0x77}, {2, 0, 0, 0, 0x0d, 1});
+    if (dst.find(':') == std::string::npos)
+        b.ipv4("10.20.0.9", dst, 26 << 2);
+    else
+        b.ipv6("fd00:20::9", dst, 26 << 2);
+    const Bytes inner = b.udp(1, 4791).bth(4).payload(16).build();
     return PacketBuilder()
         .eth(kWanMac, kNh4)
         .ipv4("198.18.7.7", "198.18.0.1", 26 << 2)
@@ -921,15 +922,25 @@ Bytes routed_lan_frame(const std::string& dst) {
 // it now (a changed MAC is followed, an unresolved one sends the packet the slow way), from the
 // LAN port's MAC; a slot freed and given to another host, even one with the same MAC, is no longer
 // the entry's (Neighbor::reuse), so the host's packets are dropped as the slow way drops them.
-TEST(DecapFlowCache, RoutedLanHitsFollowTheHostsSlot) {
+// Inner IPv4 and inner IPv6 (the host's slot in the IPv6 neighbour table) alike.
+void routed_lan_hits_follow_the_hosts_slot(bool v6) {
+    SCOPED_TRACE(v6 ? "inner IPv6" : "inner IPv4");
     const Config cfg = parse_config(kRoutedConfig, "routed.toml");
     NeighborTable table;
     auto snap = build_snapshot(cfg, {{2, 0, 0, 0, 0, 9}, {2, 0, 0, 0, 0, 8}}, table);
-    const Bytes frame = routed_lan_frame("10.10.0.5");
+    const Bytes frame = routed_lan_frame(v6 ? "fd00:10::5" : "10.10.0.5");
     const std::array<uint8_t, 6> host5{2, 0, 0, 0, 0x10, 5}, other{2, 0, 0, 0, 0x10, 6};
     const Bytes lan_mac{2, 0, 0, 0, 0x10, 1};
-    const uint8_t a5[4] = {10, 10, 0, 5}, a7[4] = {10, 10, 0, 7};
-    const int slot = table.add(4, 0, a5, false, 1);
+    uint8_t a5[16] = {10, 10, 0, 5}, a7[16] = {10, 10, 0, 7};
+    if (v6) {
+        const uint8_t net[16] = {0xfd, 0, 0, 0x10};
+        std::memcpy(a5, net, sizeof net);
+        std::memcpy(a7, net, sizeof net);
+        a5[15] = 5;
+        a7[15] = 7;
+    }
+    const uint8_t family = v6 ? 6 : 4;
+    const int slot = table.add(family, 0, a5, false, 1);
     ASSERT_GE(slot, 0);
     Neighbor& n = table.at(static_cast<size_t>(slot));
     n.mac.store(kNeighborValid | pack_mac(host5.data()));
@@ -980,9 +991,14 @@ TEST(DecapFlowCache, RoutedLanHitsFollowTheHostsSlot) {
     // The slot freed and given to another host with the same MAC: not the entry's host any more.
     table.remove(static_cast<size_t>(slot), 2);
     table.reclaim(uint64_t{1} << 62);
-    ASSERT_EQ(table.add(4, 0, a7, false, 3), slot) << "the slot reused";
+    ASSERT_EQ(table.add(family, 0, a7, false, 3), slot) << "the slot reused";
     n.mac.store(kNeighborValid | pack_mac(host5.data()));
     EXPECT_EQ(run().drop, DropReason::no_neighbor);
+}
+
+TEST(DecapFlowCache, RoutedLanHitsFollowTheHostsSlot) {
+    routed_lan_hits_follow_the_hosts_slot(false);
+    routed_lan_hits_follow_the_hosts_slot(true);
 }
 
 // The worker's decap flow cache: a hit is taken from its entry (a planted note shows), the entry
