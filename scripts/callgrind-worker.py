@@ -7,11 +7,11 @@ worker. Instructions are counted only inside the worker loop (PMD RX/TX included
 packets the worker received. Prints one line per case.
 
 With --frames multi it replays bench-forward.py's 128-frame, 16-queue-pair capture instead of one
-frame. With --lan routed the LAN port has an address (10.0.0.1/8, a routed LAN) and every inner
-destination a static [[neighbors]] entry, so that decap readdresses each frame to its host; with
---lan tagged it has VLAN 100 and a dscp_to_pcp map, so that decap pushes the tag (decap only: the
-capture's inner frames are untagged). With --inner 6 the inner frames are IPv6 RoCE
-(bench-forward.py's, fd10::/16 to fd20::/16; transparent LAN only). With --keep DIR the callgrind files stay in DIR
+frame. With --lan routed the LAN port has addresses (10.0.0.1/8 and fd00::1/8, a routed LAN) and
+every inner host a static [[neighbors]] entry, so that decap readdresses each frame to its host;
+with --lan tagged it has VLAN 100 and a dscp_to_pcp map, so that decap pushes the tag (decap only:
+the capture's inner frames are untagged). With --inner 6 the inner frames are IPv6 RoCE
+(bench-forward.py's, fd10::/16 to fd20::/16; not with --lan tagged). With --keep DIR the callgrind files stay in DIR
 (`callgrind_annotate DIR/encap.callgrind` breaks the figure down by function). With --asm it
 also prints, per case, the gateway binary's instructions that ran at least once every two packets,
 in address order, each with its count per packet (objdump's disassembly): where a change to the
@@ -167,10 +167,10 @@ def measure(binary, cfg_text, tmp, seconds, name, asm=False, cache_sim=False):
 
 
 def with_lan(cfg, lan):
-    """The config with its LAN port routed (an address on the inner destinations' network) or
-    tagged (VLAN 100, the PCP from the DSCP)."""
+    """The config with its LAN port routed (an address on the inner destinations' network, IPv4's
+    and IPv6's) or tagged (VLAN 100, the PCP from the DSCP)."""
     keys = {"transparent": "",
-            "routed": 'ipv4 = "10.0.0.1/8"\nmac = "02:00:00:00:10:01"\n',
+            "routed": 'ipv4 = "10.0.0.1/8"\nipv6 = "fd00::1/8"\nmac = "02:00:00:00:10:01"\n',
             "tagged": 'vlan = 100\ndscp_to_pcp = { 26 = 3, 48 = 6, default = 0 }\n'}[lan]
     i = cfg.index('name = "lan"\n') + len('name = "lan"\n')
     return cfg[:i] + keys + cfg[i:]
@@ -190,15 +190,16 @@ def main():
     ap.add_argument("--cache-sim", action="store_true",
                     help="also valgrind's simulated cache misses a packet (its cache model, not the CPU's)")
     a = ap.parse_args()
-    if a.inner == 6 and a.lan != "transparent":
-        ap.error("--inner 6 runs on a transparent LAN only")
+    if a.inner == 6 and a.lan == "tagged":
+        ap.error("--inner 6 runs on a transparent or routed LAN")
     tmp = a.keep or tempfile.mkdtemp(prefix="dscpgw-callgrind-")
     os.makedirs(tmp, exist_ok=True)
     extra = f"\n[metrics]\nflows = {a.flows}\n" if a.flows is not None else ""
     inners = bench.frames(a.size, a.frames, a.inner)
     in6 = " inner IPv6" if a.inner == 6 else ""
     if a.lan == "routed":
-        hosts = sorted({x["IP"].dst for x in inners} | {x["IP"].src for x in inners})
+        ip = "IPv6" if a.inner == 6 else "IP"
+        hosts = sorted({x[ip].dst for x in inners} | {x[ip].src for x in inners})
         extra += "".join(f'\n[[neighbors]]\nport = "lan"\nip = "{h}"\nmac = "02:00:00:00:10:{i + 16:02x}"\n'
                          for i, h in enumerate(hosts))
     eal = ["--no-huge"] + bench.EAL
