@@ -172,7 +172,9 @@ uint32_t raw_sum_scalar(const uint8_t* p, size_t len, uint32_t sum) {
 }
 
 // The whole chunks through block_avx2(), a block at a time, the bias added back; the tail (under
-// 32 bytes) through the scalar loop.
+// 32 bytes) through the scalar loop. (Its whole dwords as one VPMASKMOVD load, the way the
+// AVX-512 loop takes its tail, measured slower on the Zen 5 host: BM_RawSum arg 1 at 90 / 1082 /
+// 4154 bytes 12.0 / 28.6 / 83.3 ns against 9.2 / 25.1 / 79.7, three rounds alternated.)
 uint32_t raw_sum_avx2(const uint8_t* p, size_t len, uint32_t sum) {
     uint64_t s = sum;
     const size_t i = add_blocks<kChunk>(p, len, s, block_avx2);
