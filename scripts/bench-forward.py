@@ -59,6 +59,12 @@ offer no checksum offload.
 names end in in6): 78 bytes is the least such frame, so --sizes 74 gives 78; Open vSwitch is not
 run for them.
 
+--dscpgw BIN,BIN,... compares builds: every repeat runs the floor, then each binary (in the order
+given on even repeats, reversed on odd ones, so that neither always runs first), each against the
+same floor run. A case prints a row per binary, its name ending in @A, @B, ... (the header names
+them), and then each binary's Mpps/core over the first's, taken within each repeat: the figure to
+read when two builds differ by less than the machine's noise between runs.
+
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames single,multi]
                         [--inner 4|6|4,6] [--repeat N] [--quick] [--pages auto|huge|4k]
                         [--dscpgw build/dscpgw] [--qos] [--scaling] [--peer none|ovs]
@@ -478,7 +484,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--sizes", default="74,1082,2048,4154,9000")
     ap.add_argument("--frames", default="single,multi")
-    ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"))
+    ap.add_argument("--dscpgw", default=os.path.join(ROOT, "build", "dscpgw"),
+                    help="the binary, or several comma-separated to compare builds (see above)")
     ap.add_argument("--quick", action="store_true", help="Geneve over IPv4 only")
     ap.add_argument("--variants", default="", help="only the cases whose name contains one of these (comma-separated)")
     ap.add_argument("--inner", default="4", help="inner IP versions: 4, 6 or 4,6 (IPv6 cases end in in6)")
@@ -489,6 +496,12 @@ def main():
     ap.add_argument("--peer", choices=["none", "ovs"], default="none",
                     help="also Open vSwitch with DPDK doing the same push/pop (see above)")
     a = ap.parse_args()
+    binaries = a.dscpgw.split(",")
+    if len(binaries) > 1 and (a.qos or a.scaling):
+        ap.error("--qos and --scaling take one --dscpgw binary")
+    for b in binaries:
+        if not os.access(b, os.X_OK):
+            ap.error(f"--dscpgw: {b} is not an executable file")
     sizes = [int(s) for s in a.sizes.split(",")]
     page_args, page_desc = pages(a.pages)
     eal = page_args + EAL
@@ -511,6 +524,9 @@ def main():
                                                        ("geneve", 6, False), ("vxlan", 6, False),
                                                        ("geneve", 6, True)]
     ovs = a.peer == "ovs"
+    labels = [f" @{chr(ord('A') + i)}" for i in range(len(binaries))] if len(binaries) > 1 else [""]
+    if len(binaries) > 1:
+        print("# dscpgw " + ", ".join(f"{l.strip(' @')} = {b}" for l, b in zip(labels, binaries)))
     print(f"{'case':<28}{'frame':>6}{'capture':>8}{'dscpgw Mpps':>12}{'dscpgw Mpps/core':>24}"
           f"{'floor Mpps/core':>24}{'ratio':>22}{'dscpgw cyc':>11}{'floor cyc':>10}"
           + (f"{'ovs Mpps/core':>24}{'dscpgw/ovs':>22}{'ovs cyc':>9}" if ovs else ""))
@@ -544,24 +560,31 @@ def main():
         if a.variants:
             cases = [c for c in cases if any(v in c[0] for v in a.variants.split(","))]
         for name, frame, src, cfg, peer in cases:
-            pairs, peers = [], []
-            for _ in range(a.repeat):
+            # Per repeat: the floor, each binary's run (by its index), OVS's run or None.
+            reps = []
+            for r in range(a.repeat):
                 floor = run_testpmd(eal, src, a.seconds)
-                gw = run_dscpgw(a.dscpgw, gw_config(eal, **cfg), tmp, a.seconds)
-                pairs.append((floor, gw))
-                if ovs and peer:
-                    peers.append((run_ovs(peer, cfg, a.seconds), gw))
-            gws, floors = [g for _, g in pairs], [f for f, _ in pairs]
-            drops = max(g.drops for g in gws)
-            print(f"{name:<28}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
-                  f"{spread([g.core_mpps for g in gws]):>24}{spread([f.core_mpps for f in floors]):>24}"
-                  f"{spread([g.core_mpps / f.core_mpps for f, g in pairs]):>22}"
-                  f"{statistics.median(g.cycles for g in gws):>11.1f}{statistics.median(f.cycles for f in floors):>10.1f}"
-                  + (f"{spread([o.core_mpps for o, _ in peers]):>24}"
-                     f"{spread([g.core_mpps / o.core_mpps for o, g in peers]):>22}"
-                     f"{statistics.median(o.cycles for o, _ in peers):>9.1f}" if peers else
-                     f"{'-':>24}{'-':>22}{'-':>9}" if ovs else "")
-                  + (f"  ({drops} dropped)" if drops else ""))
+                order = range(len(binaries)) if r % 2 == 0 else reversed(range(len(binaries)))
+                gw = {i: run_dscpgw(binaries[i], gw_config(eal, **cfg), tmp, a.seconds) for i in order}
+                reps.append((floor, gw, run_ovs(peer, cfg, a.seconds) if ovs and peer else None))
+            floors = [f for f, _, _ in reps]
+            for i, label in enumerate(labels):
+                pairs = [(f, gw[i]) for f, gw, _ in reps]
+                peers = [(o, gw[i]) for _, gw, o in reps if o is not None]
+                gws = [g for _, g in pairs]
+                drops = max(g.drops for g in gws)
+                print(f"{name + label:<28}{frame:>6}{kind:>8}{statistics.median(g.wall_mpps for g in gws):>12.2f}"
+                      f"{spread([g.core_mpps for g in gws]):>24}{spread([f.core_mpps for f in floors]):>24}"
+                      f"{spread([g.core_mpps / f.core_mpps for f, g in pairs]):>22}"
+                      f"{statistics.median(g.cycles for g in gws):>11.1f}{statistics.median(f.cycles for f in floors):>10.1f}"
+                      + (f"{spread([o.core_mpps for o, _ in peers]):>24}"
+                         f"{spread([g.core_mpps / o.core_mpps for o, g in peers]):>22}"
+                         f"{statistics.median(o.cycles for o, _ in peers):>9.1f}" if peers else
+                         f"{'-':>24}{'-':>22}{'-':>9}" if ovs else "")
+                      + (f"  ({drops} dropped)" if drops else ""))
+            for i, label in list(enumerate(labels))[1:]:
+                print(f"  {label.strip(' @')} / {labels[0].strip(' @')} Mpps/core within a repeat: "
+                      f"{spread([gw[i].core_mpps / gw[0].core_mpps for _, gw, _ in reps])}")
             sys.stdout.flush()
 
 

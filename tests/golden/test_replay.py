@@ -1790,6 +1790,40 @@ def bench_forward_measures_floor_and_gateway_over_one_span():
 
 
 @test
+def bench_forward_compares_builds_within_each_repeat():
+    """bench-forward.py --dscpgw A,B: every repeat runs the floor and then both binaries (here the
+    same one twice), each case prints a row per binary named @A / @B with its ratio to the same
+    floor runs, and B's rate over A's taken within each repeat; --qos with two binaries is refused."""
+    if shutil.which("dpdk-testpmd") is None:
+        raise Skip("dpdk-testpmd not installed")
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "bench-forward.py"), "--dscpgw", f"{DSCPGW},{DSCPGW}",
+           "--pages", "4k", "--quick", "--sizes", "74", "--frames", "single", "--variants", "mark+encap",
+           "--seconds", "1", "--repeat", "2"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    eq(p.returncode, 0, f"bench-forward.py exit status:\n{p.stdout}\n{p.stderr[-3000:]}")
+    assert f"# dscpgw A = {DSCPGW}, B = {DSCPGW}" in p.stdout, p.stdout
+    num = r"([\d.]+)"
+    rows = re.findall(rf"^mark\+encap geneve/IPv4 @([AB]) +74 +single +{num} +{num} \[[^]]*\] +{num} \[[^]]*\]"
+                      rf" +{num} \[[^]]*\] +{num} +{num}$", p.stdout, re.M)
+    eq([r[0] for r in rows], ["A", "B"], f"a row per binary:\n{p.stdout}")
+    floors = {r[3] for r in rows}
+    eq(len(floors), 1, f"both binaries against the same floor runs:\n{p.stdout}")
+    for label, wall, core, floor, ratio, cyc, floor_cyc in rows:
+        core, floor, ratio = float(core), float(floor), float(ratio)
+        assert min(float(wall), core, floor, float(cyc), float(floor_cyc)) > 0, p.stdout
+        # Two repeats: the median of the ratios is their mean, not the ratio of the medians.
+        assert 0 < ratio < 2, f"@{label}: ratio {ratio}:\n{p.stdout}"
+    m = re.search(rf"^  B / A Mpps/core within a repeat: {num} \[{num}\.\.{num}\]$", p.stdout, re.M)
+    assert m, f"no B / A line:\n{p.stdout}"
+    med, lo, hi = (float(x) for x in m.groups())
+    # The same binary: within a repeat the two runs differ by this machine's noise, not by 2x.
+    assert 0.5 < lo <= med <= hi < 2.0, p.stdout
+    p = subprocess.run(cmd + ["--qos"], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 2, f"--qos with two binaries:\n{p.stdout}{p.stderr}")
+    assert "--qos and --scaling take one --dscpgw binary" in p.stderr, p.stderr
+
+
+@test
 def bench_forward_scaling_measures_both_two_worker_arrangements():
     """bench-forward.py --scaling, short: one worker, then two on one port's two RX queues and two
     on two single-queue ports, each beside testpmd arranged the same way; in every two-worker row
