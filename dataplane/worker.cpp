@@ -193,8 +193,6 @@ int worker_main(void* arg) {
     DecapFlowCache decap_flows;
     bs.decap_flows = &decap_flows;
     WorkerStats& st = *c.stats;
-    // Per RX queue (c.rx's order): how many frames to ask for next (rx_burst_for()).
-    std::vector<uint16_t> rx_want(c.rx.size(), kBurst);
     rte_rcu_qsbr_thread_register(c.rcu, c.queue);
     rte_rcu_qsbr_thread_online(c.rcu, c.queue);
     while (!c.stop->load(std::memory_order_relaxed)) {
@@ -203,14 +201,13 @@ int worker_main(void* arg) {
         const Snapshot& s = *c.snap->load(std::memory_order_acquire);
         const size_t nports = s.ports.size();  // Fixed for the process: a reload keeps the ports.
         uint32_t got = 0;
-        for (size_t q = 0; q < c.rx.size(); ++q) {
-            const RxPoll& r = c.rx[q];
+        for (const RxPoll& r : c.rx) {
             const uint16_t p = r.port;
             rte_mbuf* pkts[kBurst];
-            const uint16_t n = rte_eth_rx_burst(r.eth_port, r.queue, pkts, rx_want[q]);
+            const uint16_t n = rte_eth_rx_burst(r.eth_port, r.queue, pkts, r.want);
             if (n == 0) continue;
             got += n;
-            rx_want[q] = rx_burst_for(pkts[0]->pkt_len);
+            r.want = rx_burst_for(pkts[0]->pkt_len);
             // `ctl trace`: one load per burst of a line only arming writes. The traced burst is
             // out of line and gets copies, not the addresses, of this loop's scalars: locals
             // whose address escaped would be reloaded after every call of the packet path.

@@ -21,6 +21,9 @@ struct RxPoll {
     uint16_t port = 0;
     uint16_t queue = 0;
     uint16_t eth_port = 0;
+    // How many frames the polling worker asks for next (rx_burst_for()): its own copy's, written
+    // by that worker alone.
+    mutable uint16_t want = 32;  // kBurst
 };
 
 struct WorkerContext {
