@@ -315,7 +315,7 @@ inline uint32_t fold64(uint64_t sum) {
 // and the other byte order multiplies the sum by 256, prime to 0xffff. So the header is right
 // exactly when the 64-bit sum is a nonzero multiple of 0xffff, which the compiler tests with one
 // multiplication by the inverse of 0xffff and a compare.
-inline bool ipv4_header_sum_ok(const uint8_t* ip, unsigned ihl) {
+[[gnu::always_inline]] inline bool ipv4_header_sum_ok(const uint8_t* ip, unsigned ihl) {
     const auto word = [ip](unsigned i) {
         uint32_t w;
         std::memcpy(&w, ip + 4 * i, sizeof w);
