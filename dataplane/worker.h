@@ -21,8 +21,8 @@ struct RxPoll {
     uint16_t port = 0;
     uint16_t queue = 0;
     uint16_t eth_port = 0;
-    // How many frames the polling worker asks for next (rx_burst_for()): its own copy's, written
-    // by that worker alone.
+    // How many frames to ask the queue for next (rx_burst_for()). Each worker polls its own
+    // copies of its RxPoll entries and alone writes this.
     mutable uint16_t want = 32;  // kBurst
 };
 

@@ -67,7 +67,7 @@ read when two builds differ by less than the machine's noise between runs.
 
 Usage: bench-forward.py [--seconds N] [--sizes 74,1082,2048,4154,9000] [--frames single,multi]
                         [--inner 4|6|4,6] [--repeat N] [--quick] [--pages auto|huge|4k]
-                        [--dscpgw build/dscpgw] [--qos] [--scaling] [--peer none|ovs]
+                        [--dscpgw BIN[,BIN...]] [--qos] [--scaling] [--peer none|ovs]
 """
 import argparse
 import logging
