@@ -55,8 +55,8 @@ struct alignas(128) DecapFlow {
     std::array<uint8_t, 6> lan_mac{};
     uint16_t tci = 0;  // A tagged LAN: the 802.1Q tag's PCP and VLAN.
     // Inner IPv6: the source and destination as they lie (the key's `inner_addrs` is their
-    // digest), in lines of their own that only an inner IPv6 hit reads. 256 bytes an entry (the
-    // struct's alignment), so that a set's address is a shift: at 192 the IPv4 hit ran five
+    // digest), in lines of their own that only an inner IPv6 hit reads. They make the entry 256
+    // bytes, a power of two, so that a set's address is a shift: at 192 the IPv4 hit ran five
     // instructions more.
     alignas(64) std::array<uint8_t, 32> inner_addrs6{};
 
